@@ -1,0 +1,171 @@
+"""Recall widgets: the book's self-test device.
+
+A recall widget asks a question that hides a trap and lets the reader commit to an answer before
+the reveal. Three kinds:
+
+- :func:`reveal`          a question, then its answer;
+- :func:`true_or_false`   a statement; the reader picks True or False and only then learns whether
+                          they were right, with the justification;
+- :func:`spot_the_error`  a wrong statement; the reader names the error, then reveals it.
+
+Why plain HTML ``<details>``/``<summary>`` and no JavaScript: a widget must work in three places --
+the published static site, a running JupyterLab, and a notebook reopened without running it.
+JupyterLab's sanitizer strips scripts and event handlers from outputs it did not just compute, so
+anything that needs JavaScript goes blank there. ``<details>`` needs none, is keyboard-operable
+(Tab to a summary, Enter or Space to open it) and is announced by screen readers.
+
+The output is a pure function of the arguments (no random ids), so nbval can compare it from run
+to run. All text is HTML-escaped; ``$...$`` math becomes ``\\(...\\)``, which both MathJax on the
+site and JupyterLab's renderer typeset.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+
+__all__ = ["Recall", "reveal", "true_or_false", "spot_the_error", "render_text"]
+
+# Colours are translucent greys and currentColor, so the same markup reads well on light and dark
+# backgrounds; the site's stylesheet (book/static/recall.css) refines them per theme.
+_BOX = (
+    "border:1px solid rgba(127,127,127,0.45);border-left:4px solid rgba(80,120,220,0.85);"
+    "border-radius:6px;padding:0.6em 0.9em;margin:0.8em 0;background:rgba(127,127,127,0.07)"
+)
+_SUMMARY = "cursor:pointer;font-weight:600;padding:0.15em 0"
+_CHOICE = (
+    "display:inline-block;vertical-align:top;min-width:9em;margin:0.3em 0.6em 0.3em 0;"
+    "border:1px solid rgba(127,127,127,0.45);border-radius:4px;padding:0.2em 0.6em"
+)
+_TAG = (
+    "font-size:0.75em;font-weight:600;letter-spacing:0.04em;text-transform:uppercase;"
+    "opacity:0.75;margin-right:0.5em"
+)
+
+_MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.S)
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def render_text(text: str) -> str:
+    """Escape ``text`` for HTML, then turn ``$..$``/``$$..$$`` into MathJax delimiters and
+    ```code``` into ``<code>``. Math is escaped too (``x < y`` stays text) but keeps its TeX."""
+    out: list[str] = []
+    pos = 0
+    for m in _MATH.finditer(text):
+        out.append(_render_plain(text[pos : m.start()]))
+        if m.group(1) is not None:
+            out.append(r"\[" + html.escape(m.group(1), quote=False) + r"\]")
+        else:
+            out.append(r"\(" + html.escape(m.group(2), quote=False) + r"\)")
+        pos = m.end()
+    out.append(_render_plain(text[pos:]))
+    return "".join(out)
+
+
+def _render_plain(text: str) -> str:
+    escaped = html.escape(text, quote=False)
+    return _CODE.sub(lambda m: "<code>" + m.group(1) + "</code>", escaped)
+
+
+def _check_text(value: object, field: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{field} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ValueError(f"{field} is empty: a recall widget needs a non-empty {field}")
+    return value.strip()
+
+
+def _check_item(item: str | None) -> str | None:
+    if item is None:
+        return None
+    if not isinstance(item, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", item):
+        raise ValueError(f"item must be a short id such as 'TF4', got {item!r}")
+    return item
+
+
+@dataclass(frozen=True)
+class Recall:
+    """A rendered recall widget. Displays itself in notebooks (``_repr_html_``); ``str()`` gives the
+    same HTML, for prose pages."""
+
+    kind: str
+    html: str
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __str__(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:  # short, so a notebook's text/plain output stays readable
+        return f"Recall(kind={self.kind!r})"
+
+
+def _frame(kind: str, label: str, item: str | None, body: str) -> Recall:
+    data_item = f' data-item="{item}"' if item else ""
+    tag = f'<span class="recall-tag" style="{_TAG}">{label}{" · " + item if item else ""}</span>'
+    markup = (
+        f'<div class="recall recall-{kind} tex2jax_process" data-recall="{kind}"{data_item}'
+        f' style="{_BOX}">{tag}{body}</div>'
+    )
+    return Recall(kind=kind, html=markup)
+
+
+def reveal(question: str, answer: str, *, item: str | None = None) -> Recall:
+    """A question the reader answers in their head, then opens to check."""
+    q = render_text(_check_text(question, "question"))
+    a = render_text(_check_text(answer, "answer"))
+    body = (
+        f'<div class="recall-question">{q}</div>'
+        f'<details class="recall-details"><summary style="{_SUMMARY}">Show the answer</summary>'
+        f'<div class="recall-answer">{a}</div></details>'
+    )
+    return _frame("reveal", "Recall", _check_item(item), body)
+
+
+def true_or_false(statement: str, answer: bool, why: str, *, item: str | None = None) -> Recall:
+    """A statement to judge. The reader commits by opening *True* or *False*; each choice tells
+    them whether they were right, then gives the justification."""
+    if not isinstance(answer, bool):
+        raise ValueError(
+            f"answer must be True or False (a bool), got {answer!r} of type {type(answer).__name__}"
+        )
+    s = render_text(_check_text(statement, "statement"))
+    w = render_text(_check_text(why, "why"))
+    truth = "true" if answer else "false"
+    choices = []
+    for choice in (True, False):
+        right = choice == answer
+        verdict = (
+            f'<strong class="recall-verdict recall-right" style="color:#2f9e5a">'
+            f"Right: it is {truth}.</strong>"
+            if right
+            else f'<strong class="recall-verdict recall-wrong" style="color:#d2463b">'
+            f"Not quite: it is {truth}.</strong>"
+        )
+        choices.append(
+            f'<details class="recall-choice" data-choice="{str(choice).lower()}"'
+            f' data-correct="{str(right).lower()}" style="{_CHOICE}">'
+            f'<summary style="{_SUMMARY}">{choice}</summary>'
+            f'<div class="recall-answer">{verdict} {w}</div></details>'
+        )
+    body = (
+        f'<div class="recall-question">{s}</div>'
+        '<div class="recall-prompt" style="opacity:0.8;font-size:0.9em">'
+        "Commit first: open the one you believe.</div>" + "".join(choices)
+    )
+    return _frame("tf", "True or false", _check_item(item), body)
+
+
+def spot_the_error(statement: str, error: str, *, item: str | None = None) -> Recall:
+    """A statement with a mistake in it. The reader names the mistake, then reveals it."""
+    s = render_text(_check_text(statement, "statement"))
+    e = render_text(_check_text(error, "error"))
+    body = (
+        f'<blockquote class="recall-question" style="margin:0.4em 0;font-style:italic">'
+        f"{s}</blockquote>"
+        f'<details class="recall-details"><summary style="{_SUMMARY}">Name the error, then reveal'
+        f'</summary><div class="recall-answer">{e}</div></details>'
+    )
+    return _frame("spot", "Spot the error", _check_item(item), body)

@@ -1,0 +1,58 @@
+"""Nothing escapes the build: every notebook and page in the book's folders is listed in _toc.yml,
+and every entry of _toc.yml exists."""
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _toc_files() -> set[str]:
+    yaml = pytest.importorskip("yaml")
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = {toc["root"]}
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                files.add(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(toc.get("parts", toc.get("chapters", [])))
+    return {str(Path(f).with_suffix("")) for f in files}
+
+
+def _book_sources() -> set[str]:
+    found = set()
+    for folder in ("book", "notebooks"):
+        for path in (ROOT / folder).rglob("*"):
+            if ".ipynb_checkpoints" in path.parts or "vendor" in path.parts or "_ext" in path.parts:
+                continue
+            if path.suffix in {".ipynb", ".md"}:
+                found.add(str(path.relative_to(ROOT).with_suffix("")))
+    return found
+
+
+def test_every_page_is_in_the_toc():
+    missing = _book_sources() - _toc_files()
+    assert not missing, f"pages or notebooks not listed in _toc.yml (never built or tested): {sorted(missing)}"
+
+
+def test_every_toc_entry_exists():
+    absent = [f for f in _toc_files() if not any((ROOT / f).with_suffix(s).exists() for s in (".md", ".ipynb"))]
+    assert not absent, f"_toc.yml lists files that do not exist: {absent}"
+
+
+def test_no_stray_notebooks_outside_the_book():
+    stray = [
+        str(p.relative_to(ROOT))
+        for p in ROOT.rglob("*.ipynb")
+        if not {".venv", "node_modules", "_build", ".ipynb_checkpoints"} & set(p.parts)
+        and p.parts[len(ROOT.parts)] not in {"notebooks", "book"}
+    ]
+    assert not stray, f"notebooks outside notebooks/ and book/ are neither built nor tested: {stray}"
