@@ -1,0 +1,161 @@
+"""Pretraining examples ``[CLS] A [SEP] B [SEP]``, following Google's ``create_pretraining_data.py``.
+
+For each document, sentences are gathered into a chunk until it reaches a target length. The
+chunk is cut at a random sentence boundary: the first part is segment A. Half of the time B is
+the rest of the chunk (IsNext); otherwise (and always when the chunk is a single sentence) B is
+a run of sentences from a random other document (NotNext), and the chunk's unused sentences are
+put back to start the next example, so no text is wasted. The pair is then trimmed to fit by
+``truncate_seq_pair``, one token at a time from the longer segment, front or back at random.
+
+The target is ``max_seq_length - 3`` tokens, but with probability ``short_seq_prob`` a shorter
+random target is drawn, so the model also sees short inputs like those it meets when fine-tuned.
+One deliberate change: the original draws that target once per *document*, so a long document
+that draws a short target becomes dozens of one-sentence chunks, all forced to NotNext, which
+tilts the NSP labels well away from half and half (41% IsNext on the embedded corpus). Here the
+target is drawn again for every example, which is what the paper describes (10% of sequences).
+
+Masking is *not* done here: ``mlm_lib.masking`` masks batches on the fly (dynamic masking).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Sequence
+
+import torch
+
+from mlm_lib.corpus import Document
+
+
+@dataclass
+class PretrainingExample:
+    """One sequence: ids with [CLS]/[SEP], segment ids (0 for A, 1 for B), and the NSP label."""
+
+    input_ids: list[int]
+    token_type_ids: list[int]
+    is_next: int  # 1: B really follows A (IsNext); 0: B comes from another document (NotNext)
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+
+def truncate_seq_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: int, rng: random.Random) -> None:
+    """Trim the longer list, from its front or back at random, until both fit (in place).
+
+    Cutting both ends avoids a bias towards sentence beginnings being seen more than endings.
+    """
+    while len(tokens_a) + len(tokens_b) > max_num_tokens:
+        trunc = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+        if rng.random() < 0.5:
+            del trunc[0]
+        else:
+            trunc.pop()
+
+
+def _instances_from_document(docs: list[list[list[int]]], index: int, max_seq_length: int,
+                             short_seq_prob: float, nsp: bool, cls_id: int, sep_id: int,
+                             rng: random.Random) -> list[PretrainingExample]:
+    document = docs[index]
+    max_num_tokens = max_seq_length - (3 if nsp else 2)
+
+    def draw_target() -> int:
+        return rng.randint(2, max_num_tokens) if rng.random() < short_seq_prob else max_num_tokens
+
+    target = draw_target()
+    out: list[PretrainingExample] = []
+    chunk: list[list[int]] = []
+    length = 0
+    i = 0
+    while i < len(document):
+        chunk.append(document[i])
+        length += len(document[i])
+        if i == len(document) - 1 or length >= target:
+            if not nsp:  # one contiguous segment, as in RoBERTa's "doc-sentences" input
+                tokens = [t for s in chunk for t in s]
+                del tokens[max_num_tokens:]
+                out.append(PretrainingExample([cls_id] + tokens + [sep_id], [0] * (len(tokens) + 2), 1))
+            else:
+                a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+                tokens_a = [t for s in chunk[:a_end] for t in s]
+                tokens_b: list[int] = []
+                if len(chunk) == 1 or rng.random() < 0.5:
+                    is_next = 0
+                    target_b = target - len(tokens_a)
+                    # Ten tries to find another document (a corpus of one document has none).
+                    for _ in range(10):
+                        r = rng.randint(0, len(docs) - 1)
+                        if r != index:
+                            break
+                    other = docs[r]
+                    for sent in other[rng.randint(0, len(other) - 1):]:
+                        tokens_b.extend(sent)
+                        if len(tokens_b) >= target_b:
+                            break
+                    i -= len(chunk) - a_end  # put the unused sentences back
+                else:
+                    is_next = 1
+                    tokens_b = [t for s in chunk[a_end:] for t in s]
+                truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
+                if tokens_a and tokens_b:
+                    ids = [cls_id] + tokens_a + [sep_id] + tokens_b + [sep_id]
+                    types = [0] * (len(tokens_a) + 2) + [1] * (len(tokens_b) + 1)
+                    out.append(PretrainingExample(ids, types, is_next))
+            chunk = []
+            length = 0
+            target = draw_target()
+        i += 1
+    return out
+
+
+def create_pretraining_examples(documents: Sequence[Document], tokenizer, max_seq_length: int = 128,
+                                short_seq_prob: float = 0.1, nsp: bool = True, seed: int = 0,
+                                dupe_factor: int = 1, shuffle: bool = True) -> list[PretrainingExample]:
+    """Tokenize the documents' sentences and cut them into pretraining examples (see module doc).
+
+    ``nsp=False`` gives single-segment examples ``[CLS] text [SEP]`` (no NSP label needed;
+    ``is_next`` is then 1). ``dupe_factor`` repeats the pass with new random cuts, as the
+    original does to make several static maskings; with dynamic masking 1 is enough. The result
+    depends only on the inputs and ``seed``.
+    """
+    if max_seq_length < (5 if nsp else 3):
+        raise ValueError(f"max_seq_length={max_seq_length} is too short for [CLS] A [SEP] B [SEP]")
+    if not 0.0 <= short_seq_prob <= 1.0:
+        raise ValueError(f"short_seq_prob must be in [0, 1], got {short_seq_prob}")
+    if dupe_factor < 1:
+        raise ValueError(f"dupe_factor must be at least 1, got {dupe_factor}")
+    encode = getattr(tokenizer, "encode_ids", None) or (lambda s: tokenizer.encode(s, add_special_tokens=False).input_ids)
+    docs: list[list[list[int]]] = []
+    for d in documents:
+        sents = [ids for ids in map(encode, d.sentences) if ids]
+        if sents:
+            docs.append(sents)
+    if not docs:
+        raise ValueError("no document has any text to make examples from")
+    rng = random.Random(seed)
+    examples: list[PretrainingExample] = []
+    for _ in range(dupe_factor):
+        for index in range(len(docs)):
+            examples.extend(_instances_from_document(docs, index, max_seq_length, short_seq_prob, nsp,
+                                                     tokenizer.cls_id, tokenizer.sep_id, rng))
+    if shuffle:
+        rng.shuffle(examples)
+    return examples
+
+
+def collate(examples: Sequence[PretrainingExample], pad_id: int) -> dict[str, torch.Tensor]:
+    """Pad examples on the right into LongTensors: input_ids, token_type_ids, attention_mask, is_next."""
+    if len(examples) == 0:
+        raise ValueError("cannot collate an empty list of examples")
+    width = max(len(e.input_ids) for e in examples)
+    n = len(examples)
+    ids = torch.full((n, width), pad_id, dtype=torch.long)
+    types = torch.zeros((n, width), dtype=torch.long)
+    mask = torch.zeros((n, width), dtype=torch.long)
+    for i, e in enumerate(examples):
+        k = len(e.input_ids)
+        ids[i, :k] = torch.as_tensor(e.input_ids, dtype=torch.long)
+        types[i, :k] = torch.as_tensor(e.token_type_ids, dtype=torch.long)
+        mask[i, :k] = 1
+    is_next = torch.tensor([int(e.is_next) for e in examples], dtype=torch.long)
+    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask, "is_next": is_next}
