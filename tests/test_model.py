@@ -1,0 +1,201 @@
+"""The model on its own: config checks, shapes, the two attention paths, masked-only prediction,
+padding, initialisation, and the device helpers."""
+
+import pytest
+import torch
+
+from mlm_lib.device import autocast, make_grad_scaler, maybe_compile, pick_device
+from mlm_lib.loss import IGNORE, mlm_loss, mlm_loss_sum
+from mlm_lib.model import BertConfig, BertForPreTraining, BertModel, count_parameters
+
+torch.set_num_threads(2)
+
+SMALL = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+             intermediate_size=64, max_position_embeddings=24)
+
+
+def small(**overrides) -> BertConfig:
+    return BertConfig(**{**SMALL, **overrides})
+
+
+def batch(seed=0, B=3, T=12, V=97):
+    """Ids, two segments, padding of different lengths (row 0 unpadded), and a set M."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, V, (B, T), generator=g)
+    lengths = [T, T - 4, 5][:B]
+    attention_mask = torch.zeros(B, T, dtype=torch.long)
+    token_type_ids = torch.zeros(B, T, dtype=torch.long)
+    for b, n in enumerate(lengths):
+        attention_mask[b, :n] = 1
+        token_type_ids[b, n // 2:n] = 1
+        ids[b, n:] = 0
+    masked = (torch.rand(B, T, generator=g) < 0.3) & attention_mask.bool()
+    masked[0, 1] = True
+    return ids, token_type_ids, attention_mask, masked
+
+
+@pytest.mark.parametrize("field, value", [
+    ("hidden_size", 30), ("num_attention_heads", 0), ("vocab_size", -1), ("intermediate_size", 0),
+    ("num_hidden_layers", 0), ("hidden_dropout_prob", 1.0), ("attention_probs_dropout_prob", -0.1),
+    ("max_position_embeddings", 0), ("hidden_act", "swish"), ("layer_norm_eps", 0.0),
+])
+def test_invalid_config_names_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        small(**{field: value})
+
+
+def test_presets_and_dict_round_trip():
+    base = BertConfig.preset("base")
+    assert (base.num_hidden_layers, base.hidden_size, base.num_attention_heads) == (12, 768, 12)
+    assert base == BertConfig()
+    tiny = BertConfig.preset("tiny", vocab_size=8000)
+    assert (tiny.hidden_size, tiny.intermediate_size, tiny.vocab_size) == (128, 512, 8000)
+    assert BertConfig.from_dict({**tiny.to_dict(), "model_type": "bert"}) == tiny
+    with pytest.raises(ValueError, match="preset"):
+        BertConfig.preset("huge")
+    # BERT-base has 110M parameters (the tied decoder counted once).
+    with torch.device("meta"):  # shapes only, no memory
+        base_model = BertForPreTraining(BertConfig.preset("base"))
+    assert 109e6 < count_parameters(base_model) < 111e6
+
+
+def test_shapes_and_outputs():
+    cfg = small()
+    model = BertForPreTraining(cfg, seed=0).eval()
+    ids, tt, am, masked = batch()
+    out = model(ids, tt, am, output_attentions=True, output_hidden_states=True)
+    assert out.mlm_logits.shape == (3, 12, cfg.vocab_size)
+    assert out.nsp_logits.shape == (3, 2)
+    assert out.pooled_output.shape == (3, cfg.hidden_size)
+    assert len(out.hidden_states) == cfg.num_hidden_layers + 1
+    assert torch.equal(out.hidden_states[-1], out.last_hidden_state)
+    assert len(out.attentions) == cfg.num_hidden_layers
+    probs = out.attentions[0]
+    assert probs.shape == (3, cfg.num_attention_heads, 12, 12)
+    torch.testing.assert_close(probs.sum(-1), torch.ones(3, cfg.num_attention_heads, 12))
+    # Padded keys get no attention.
+    assert probs[2, :, :, 5:].abs().max() == 0
+    assert out.hidden_states is not None and model(ids).hidden_states is None
+
+
+def test_sdpa_and_explicit_paths_agree():
+    ids, tt, am, _ = batch()
+    fast = BertModel(small(use_sdpa=True), seed=1).eval()
+    slow = BertModel(small(use_sdpa=False), seed=1).eval()
+    a, b = fast(ids, tt, am), slow(ids, tt, am)
+    torch.testing.assert_close(a.last_hidden_state, b.last_hidden_state, atol=1e-5, rtol=1e-5)
+    # Asking for attentions uses the explicit path, whatever the flag says.
+    c = fast(ids, tt, am, output_attentions=True)
+    torch.testing.assert_close(c.last_hidden_state, a.last_hidden_state, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("use_sdpa", [True, False])
+def test_all_padding_row_gives_no_nan(use_sdpa):
+    model = BertForPreTraining(small(use_sdpa=use_sdpa), seed=0).eval()
+    ids, tt, am, _ = batch()
+    am[1] = 0
+    out = model(ids, tt, am, output_attentions=not use_sdpa)
+    assert torch.isfinite(out.mlm_logits).all() and torch.isfinite(out.nsp_logits).all()
+
+
+def test_padding_does_not_change_real_tokens():
+    model = BertModel(small(), seed=0).eval()
+    ids, tt, am, _ = batch()
+    short = model(ids[1:2, :8], tt[1:2, :8], am[1:2, :8]).last_hidden_state
+    padded = model(ids[1:2], tt[1:2], am[1:2]).last_hidden_state[:, :8]
+    torch.testing.assert_close(short, padded, atol=1e-5, rtol=1e-5)
+
+
+def test_masked_only_equals_full_position():
+    model = BertForPreTraining(small(), seed=0).eval()
+    ids, tt, am, masked = batch()
+    full = model(ids, tt, am).mlm_logits
+    only = model(ids, tt, am, masked_positions=masked).mlm_logits
+    assert only.shape == (int(masked.sum()), 97)
+    torch.testing.assert_close(only, full[masked], atol=1e-5, rtol=1e-5)
+    targets = torch.randint(0, 97, ids.shape, generator=torch.Generator().manual_seed(3))
+    labels = torch.where(masked, targets, torch.full_like(targets, IGNORE))
+    torch.testing.assert_close(mlm_loss_sum(only, targets[masked]), mlm_loss_sum(full, labels))
+    torch.testing.assert_close(mlm_loss(only, targets[masked]), mlm_loss(full, labels))
+
+
+def test_empty_m_gives_zero_loss_and_zero_grads():
+    model = BertForPreTraining(small(), seed=0)
+    ids, tt, am, masked = batch()
+    none = torch.zeros_like(masked)
+    out = model(ids, tt, am, masked_positions=none)
+    assert out.mlm_logits.shape == (0, 97)
+    loss = mlm_loss(out.mlm_logits, ids[none])
+    assert loss.item() == 0.0
+    loss.backward()
+    for p in model.parameters():
+        assert p.grad is None or (torch.isfinite(p.grad).all() and p.grad.abs().max() == 0)
+
+
+def test_tied_decoder_trains_the_embeddings():
+    model = BertForPreTraining(small(hidden_dropout_prob=0.0), seed=0).train()
+    ids, tt, am, masked = batch()
+    out = model(ids, tt, am, masked_positions=masked)
+    mlm_loss(out.mlm_logits, ids[masked]).backward()
+    grad = model.bert.embeddings.word_embeddings.weight.grad
+    # Rows of words that never appear in the input still get a gradient, through the decoder.
+    unseen = torch.ones(97, dtype=torch.bool)
+    unseen[ids.unique()] = False
+    assert grad[unseen].abs().sum() > 0
+    assert "cls.decoder.weight" not in model.state_dict()
+
+
+def test_dropout_only_in_training_and_seeded():
+    ids, tt, am, masked = batch()
+    model = BertForPreTraining(small(), seed=0)
+    model.eval()
+    assert torch.equal(model(ids, tt, am).mlm_logits, model(ids, tt, am).mlm_logits)
+    model.train()
+    assert not torch.equal(model(ids, tt, am).mlm_logits, model(ids, tt, am).mlm_logits)
+
+
+def test_initialisation_is_truncated_normal_and_reproducible():
+    cfg = small(vocab_size=2000, hidden_size=64)
+    a, b = BertForPreTraining(cfg, seed=7), BertForPreTraining(cfg, seed=7)
+    for (name, p), q in zip(a.state_dict().items(), b.state_dict().values()):
+        assert torch.equal(p, q), name
+    w = a.bert.embeddings.word_embeddings.weight.detach()
+    assert w.abs().max() <= 2 * cfg.initializer_range
+    assert w[cfg.pad_token_id].abs().max() == 0
+    assert 0.015 < w[1:].std() < 0.02  # a normal(0, 0.02) cut at 2 std has std 0.0176
+    assert a.bert.layers[0].output_norm.weight.eq(1).all()
+    assert a.cls.predictions_bias.eq(0).all() and a.bert.layers[0].attention.qkv.bias.eq(0).all()
+    assert not torch.equal(w, BertForPreTraining(cfg, seed=8).bert.embeddings.word_embeddings.weight)
+
+
+def test_bad_inputs_raise_clear_errors():
+    model = BertForPreTraining(small(), seed=0)
+    ids, tt, am, masked = batch()
+    with pytest.raises(ValueError, match="max_position_embeddings"):
+        model(torch.ones(1, 25, dtype=torch.long))
+    with pytest.raises(ValueError, match="vocab_size"):
+        model(torch.full((1, 4), 97))
+    with pytest.raises(ValueError, match="2-D"):
+        model(ids[0])
+    with pytest.raises(ValueError, match="token_type_ids"):
+        model(ids, torch.full_like(ids, 2))
+    with pytest.raises(ValueError, match="attention_mask"):
+        model(ids, tt, am[:, :5])
+    with pytest.raises(ValueError, match="masked_positions"):
+        model(ids, tt, am, masked_positions=masked[:, :4])
+    with pytest.raises(ValueError, match="masked_positions"):
+        model(ids, tt, am, masked_positions=masked.long())
+
+
+def test_device_helpers_on_this_machine():
+    device = pick_device()
+    assert device.type in {"cuda", "mps", "cpu"}
+    model = BertForPreTraining(small(), seed=0).to(device)
+    ids, tt, am, masked = (t.to(device) for t in batch())
+    with autocast(device):
+        out = model(ids, tt, am, masked_positions=masked)
+    assert torch.isfinite(mlm_loss(out.mlm_logits, ids[masked])).item()
+    if device.type == "cpu":
+        assert out.mlm_logits.dtype == torch.float32  # no autocast on CPU
+        assert make_grad_scaler(device) is None
+    assert maybe_compile(model, enabled=False) is model
