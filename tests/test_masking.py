@@ -1,0 +1,203 @@
+"""Masking: the rate and the 80/10/10 split within binomial bounds, and the invariants."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mlm_lib.masking import IGNORE_INDEX, Masker, mask_tokens, word_starts
+
+PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
+SPECIAL = (PAD, UNK, CLS, SEP, MASK)
+V = 1000
+
+
+def make_batch(B: int, T: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """[CLS] tokens [SEP] [PAD]... rows with random lengths (right padding)."""
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(len(SPECIAL), V, (B, T), generator=g)
+    lengths = torch.randint(3, T + 1, (B,), generator=g)
+    pos = torch.arange(T).expand(B, T)
+    attn = (pos < lengths[:, None]).long()
+    ids[:, 0] = CLS
+    ids[pos == (lengths[:, None] - 1)] = SEP
+    ids[attn == 0] = PAD
+    return ids, attn
+
+
+def run(ids, attn=None, seed=0, **kw):
+    return mask_tokens(ids, mask_token_id=MASK, vocab_size=V, special_ids=SPECIAL, attention_mask=attn,
+                       generator=torch.Generator().manual_seed(seed), **kw)
+
+
+def within_5_sigma(count: int, n: int, p: float) -> bool:
+    return abs(count - n * p) <= 5 * math.sqrt(n * p * (1 - p)) + 1
+
+
+def test_invariants_of_the_output():
+    ids, attn = make_batch(64, 48)
+    mb = run(ids, attn)
+    cand = (attn == 1) & (ids != CLS) & (ids != SEP)
+    assert not (mb.masked & ~cand).any()
+    assert torch.equal(mb.masked, mb.replaced | mb.randomized | mb.kept)
+    assert not (mb.replaced & mb.randomized).any() and not (mb.replaced & mb.kept).any()
+    assert not (mb.randomized & mb.kept).any()
+    assert torch.equal(mb.labels[mb.masked], ids[mb.masked])
+    assert (mb.labels[~mb.masked] == IGNORE_INDEX).all()
+    assert torch.equal(mb.input_ids[~mb.masked], ids[~mb.masked])
+    assert (mb.input_ids[mb.replaced] == MASK).all()
+    assert torch.equal(mb.input_ids[mb.kept], ids[mb.kept])
+    rnd = mb.input_ids[mb.randomized]
+    assert ((rnd >= len(SPECIAL)) & (rnd < V)).all()
+    assert mb.num_masked == int(mb.masked.sum())
+
+
+@pytest.mark.parametrize("rate,probs", [(0.15, (0.8, 0.1, 0.1)), (0.4, (0.5, 0.25, 0.25)), (0.05, (1.0, 0.0, 0.0))])
+def test_rate_and_split_within_binomial_bounds(rate, probs):
+    ids, attn = make_batch(512, 128, seed=1)
+    n_cand = int(((attn == 1) & (ids != CLS) & (ids != SEP)).sum())
+    for seed in range(3):
+        mb = run(ids, attn, seed=seed, rate=rate, mask_prob=probs[0], random_prob=probs[1], keep_prob=probs[2])
+        m = mb.num_masked
+        assert within_5_sigma(m, n_cand, rate), (m, n_cand * rate)
+        for part, p in zip((mb.replaced, mb.randomized, mb.kept), probs):
+            assert within_5_sigma(int(part.sum()), m, p)
+
+
+def test_random_tokens_are_uniform_over_non_special():
+    ids = torch.full((400, 100), 500)
+    mb = run(ids, rate=1.0, mask_prob=0.0, random_prob=1.0, keep_prob=0.0)
+    assert mb.randomized.all()
+    counts = torch.bincount(mb.input_ids.flatten(), minlength=V).float()
+    assert (counts[list(SPECIAL)] == 0).all()
+    n, k = ids.numel(), V - len(SPECIAL)
+    expected = n / k
+    chi2 = float(((counts[len(SPECIAL):] - expected) ** 2 / expected).sum())
+    assert abs(chi2 - (k - 1)) < 5 * math.sqrt(2 * (k - 1))  # chi-square with k-1 dof, 5 sigma
+
+
+def test_per_row_rates():
+    ids = torch.full((3, 2000), 7)
+    rates = torch.tensor([0.05, 0.3, 0.9])
+    mb = run(ids, rate=rates)
+    for row, r in enumerate(rates.tolist()):
+        assert within_5_sigma(int(mb.masked[row].sum()), 2000, r)
+
+
+def test_rate_one_masks_every_real_token():
+    ids, attn = make_batch(8, 20)
+    mb = run(ids, attn, rate=1.0)
+    assert torch.equal(mb.masked, (attn == 1) & (ids != CLS) & (ids != SEP))
+
+
+def test_seeded_and_reproducible():
+    ids, attn = make_batch(16, 32)
+    a, b, c = run(ids, attn, seed=5), run(ids, attn, seed=5), run(ids, attn, seed=6)
+    assert torch.equal(a.input_ids, b.input_ids) and torch.equal(a.masked, b.masked)
+    assert not torch.equal(a.masked, c.masked)
+
+
+def test_max_predictions_and_at_least_one():
+    ids, attn = make_batch(256, 64, seed=2)
+    mb = run(ids, attn, rate=0.5, max_predictions=5)
+    assert int(mb.masked.sum(1).max()) <= 5
+    assert (mb.masked.sum(1) == 5).float().mean() > 0.8  # most rows have more than 5 candidates
+    short = torch.tensor([[CLS, 10, 11, SEP, PAD, PAD]] * 200)
+    attn = (short != PAD).long()
+    plain = run(short, attn, rate=0.05)
+    assert (plain.masked.sum(1) == 0).any()
+    forced = run(short, attn, rate=0.05, at_least_one=True)
+    assert (forced.masked.sum(1) >= 1).all()
+    assert not forced.masked[:, [0, 3, 4, 5]].any()
+    only_specials = torch.tensor([[CLS, SEP, PAD]])
+    assert run(only_specials, at_least_one=True).num_masked == 0
+
+
+def test_whole_word_masking_masks_words_entirely():
+    # words: [10 ##11 ##12] [13] [14 ##15] ... ; word starts mark the first piece
+    T = 60
+    g = torch.Generator().manual_seed(3)
+    ids = torch.randint(5, V, (128, T), generator=g)
+    ids[:, 0], ids[:, -1] = CLS, SEP
+    starts = torch.rand((128, T), generator=g) < 0.4
+    mb = run(ids, rate=0.3, whole_word_starts=starts, max_predictions=12)
+    cand = (ids != CLS) & (ids != SEP)
+    assert int(mb.masked.sum(1).max()) <= 12
+    group = torch.cumsum((starts | ~cand).long(), dim=1)
+    for row in range(128):
+        for w in group[row][cand[row]].unique():
+            in_word = (group[row] == w) & cand[row]
+            vals = mb.masked[row][in_word]
+            assert vals.all() or not vals.any()
+    # the rate is about words: a word is chosen with probability `rate`
+    n_words = int(sum(group[r][cand[r]].unique().numel() for r in range(128)))
+    mb = run(ids, rate=0.3, whole_word_starts=starts, seed=9)
+    chosen = sum(group[r][mb.masked[r]].unique().numel() for r in range(128))
+    assert within_5_sigma(chosen, n_words, 0.3)
+
+
+def test_word_starts_from_ids():
+    itos = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "play", "##ing", "the"]
+    assert word_starts(torch.tensor([[2, 7, 5, 6, 3]]), itos).tolist() == [[True, True, True, False, True]]
+    assert word_starts([["the", "##s"]]).tolist() == [[True, False]]
+
+
+def test_dynamic_and_static_masking():
+    ids, attn = make_batch(32, 40, seed=4)
+    dyn = Masker(mask_token_id=MASK, vocab_size=V, special_ids=SPECIAL, seed=0, dynamic=True)
+    assert not torch.equal(dyn(ids, attn).masked, dyn(ids, attn).masked)
+    sta = Masker(mask_token_id=MASK, vocab_size=V, special_ids=SPECIAL, seed=0, dynamic=False)
+    a = sta(ids, attn)
+    assert torch.equal(a.input_ids, sta(ids, attn).input_ids)
+    # the same sequence gets the same mask in another batch, with other padding
+    perm = torch.tensor([3, 1, 0, 2])
+    sub_ids, sub_attn = ids[perm, :], attn[perm, :]
+    width = int(sub_attn.sum(1).max())
+    b = sta(sub_ids[:, :width], sub_attn[:, :width])
+    assert torch.equal(b.masked, a.masked[perm, :width])
+    assert torch.equal(b.input_ids, a.input_ids[perm, :width])
+    assert not (a.masked & (attn == 0)).any()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 30), st.integers(0, 2**31 - 1), st.floats(0.01, 1.0),
+       st.booleans(), st.booleans(), st.one_of(st.none(), st.integers(1, 5)))
+def test_never_touches_special_or_padding(B, T, seed, rate, wwm, at_least_one, cap):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, 40, (B, T), generator=g)  # specials appear anywhere
+    attn = (torch.rand((B, T), generator=g) < 0.8).long()
+    starts = torch.rand((B, T), generator=g) < 0.5 if wwm else None
+    mb = mask_tokens(ids, mask_token_id=MASK, vocab_size=40, special_ids=SPECIAL, attention_mask=attn, rate=rate,
+                     whole_word_starts=starts, at_least_one=at_least_one, max_predictions=cap, generator=g)
+    protected = (attn == 0) | (ids < len(SPECIAL))
+    assert not mb.masked[protected].any()
+    assert torch.equal(mb.input_ids[protected], ids[protected])
+    if cap is not None and not at_least_one:
+        assert int(mb.masked.sum(1).max()) <= cap
+
+
+def test_bad_input_gets_clear_errors():
+    ids, attn = make_batch(2, 10)
+    for rate in (0.0, -0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="rate"):
+            run(ids, attn, rate=rate)
+    with pytest.raises(ValueError, match="sum to 1"):
+        run(ids, attn, mask_prob=0.8, random_prob=0.1, keep_prob=0.2)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        run(ids, attn, mask_prob=1.2, random_prob=-0.1, keep_prob=-0.1)
+    with pytest.raises(ValueError, match="batch, seq_len"):
+        run(ids[0], None)
+    with pytest.raises(ValueError, match="integer"):
+        run(ids.float(), attn)
+    with pytest.raises(ValueError, match=r"\[0, 1000\)"):
+        run(ids + V, attn)
+    with pytest.raises(ValueError, match="attention_mask shape"):
+        run(ids, attn[:, :5])
+    with pytest.raises(ValueError, match="max_predictions"):
+        run(ids, attn, max_predictions=0)
+    with pytest.raises(ValueError, match="per-row"):
+        run(ids, attn, rate=torch.tensor([0.1, 0.2, 0.3]))
