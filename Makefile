@@ -50,7 +50,7 @@ book: setup
 browser:
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
-test-lib: setup
+test-lib: setup browser
 	$(BIN)/pytest tests --ignore=tests/test_site.py -q
 
 test-notebooks: setup
