@@ -192,9 +192,11 @@ def save_checkpoint(folder: str | os.PathLike, model: torch.nn.Module | dict[str
                     generator: torch.Generator | None = None,
                     py_random: random.Random | None = None,
                     extra: dict[str, Any] | None = None,
-                    dtype: torch.dtype | None = None) -> Path:
+                    dtype: torch.dtype | None = None,
+                    files: dict[str, bytes] | None = None) -> Path:
     """Write a checkpoint folder atomically and return its path.
 
+    ``files`` adds small companion files (e.g. ``vocab.txt``) inside the same atomic swap.
     ``dtype`` (e.g. ``torch.float16``) stores floating weights smaller, for a committed model;
     leave it ``None`` for training checkpoints so that a resume is exact.
     """
@@ -219,14 +221,23 @@ def save_checkpoint(folder: str | os.PathLike, model: torch.nn.Module | dict[str
             trainer_tensors.update(t)
             manifest["optimizer"] = meta
         if scheduler is not None:
-            sched = {k: v for k, v in scheduler.state_dict().items() if k != "lr_lambdas"}
-            manifest["scheduler"] = _jsonable(sched)
+            sched = _jsonable(scheduler.state_dict())
+            try:
+                json.dumps(sched)
+            except TypeError as e:
+                raise ValueError(f"the scheduler's state is not plain data ({e}); use "
+                                 "plain-function lambdas or mlm_lib.train.WarmupLinearSchedule") from None
+            manifest["scheduler"] = sched
         if generator is not None or py_random is not None or optimizer is not None:
             t, meta = capture_rng(generator, py_random)
             trainer_tensors.update(t)
             manifest["rng"] = meta
         if trainer_tensors:
             save_file(trainer_tensors, str(tmp / TRAINER))
+        for name, data in (files or {}).items():
+            if name in (MANIFEST, WEIGHTS, TRAINER) or "/" in name or name.startswith("."):
+                raise ValueError(f"cannot add a companion file named {name!r}")
+            (tmp / name).write_bytes(data)
         manifest["sha256"] = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
         with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=1, sort_keys=True)

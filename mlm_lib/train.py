@@ -45,6 +45,7 @@ class TrainConfig:
     # model: a BertConfig preset plus overrides (e.g. {"num_hidden_layers": 2})
     preset: str = "mini"
     model: dict[str, Any] = field(default_factory=dict)
+    position_init: str = "normal"  # or "sinusoidal": relative offsets are visible from step 0
     # data
     max_seq_length: int = 128
     short_seq_prob: float = 0.1
@@ -94,6 +95,8 @@ class TrainConfig:
             (0.0 < self.mask_rate <= 1.0, f"mask_rate must be in (0, 1], got {self.mask_rate}"),
             (0.0 < self.eval_rate <= 1.0, f"eval_rate must be in (0, 1], got {self.eval_rate}"),
             (self.max_seq_length >= 8, f"max_seq_length must be at least 8, got {self.max_seq_length}"),
+            (self.position_init in ("normal", "sinusoidal"),
+             f"position_init must be 'normal' or 'sinusoidal', got {self.position_init!r}"),
             (self.log_every > 0, f"log_every must be positive, got {self.log_every}"),
             (self.time_budget_s is None or self.time_budget_s > 0,
              f"time_budget_s must be positive, got {self.time_budget_s}"),
@@ -341,8 +344,25 @@ def build_model(cfg: TrainConfig, vocab_size: int) -> torch.nn.Module:
 
     overrides = {"vocab_size": vocab_size, "max_position_embeddings": cfg.max_seq_length,
                  **cfg.model}
-    torch.manual_seed(cfg.seed)
-    return BertForPreTraining(BertConfig.preset(cfg.preset, **overrides))
+    model = BertForPreTraining(BertConfig.preset(cfg.preset, **overrides), seed=cfg.seed)
+    if cfg.position_init == "sinusoidal":
+        table = model.bert.embeddings.position_embeddings.weight
+        with torch.no_grad():
+            table.copy_(sinusoidal_positions(*table.shape) * model.config.initializer_range / math.sqrt(0.5))
+    return model
+
+
+def sinusoidal_positions(num_positions: int, dim: int) -> torch.Tensor:
+    """The Transformer's sin/cos position table: the dot product of two rows depends only on
+    their offset, so "look at my left neighbour" is one linear map away from the start. BERT
+    learns its table from random; starting here (scaled to the token embeddings' size, and still
+    learned) saves a short run the steps it would spend discovering word order."""
+    pos = torch.arange(num_positions, dtype=torch.float64)[:, None]
+    freq = torch.exp(-math.log(10000.0) * torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    table = torch.zeros(num_positions, dim, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq)[:, : dim // 2]
+    return table.float()
 
 
 def model_config_dict(model: torch.nn.Module) -> dict[str, Any]:
@@ -384,12 +404,19 @@ def _grad_scaler(device: torch.device, enabled: bool):
 
 # ---------------------------------------------------------------- evaluation
 
+def nsp_class(is_next: torch.Tensor) -> torch.Tensor:
+    """NSP logits put IsNext in column 0 (Google's order), so the class index is 1 - is_next."""
+    return 1 - is_next.long()
+
+
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, batches: Sequence[dict[str, torch.Tensor]],
              device: torch.device | str = "cpu", baselines: Any | None = None,
              amp: bool = False) -> dict[str, float]:
     """Held-out masked-token loss and accuracy (and NSP), plus count baselines when given, all
     on the same positions. Accuracy = argmax prediction equals the original token."""
+    from mlm_lib.loss import nsp_loss as nsp_loss_fn
+
     device = torch.device(device)
     net = unwrap(model)
     was_training = net.training
@@ -411,8 +438,8 @@ def evaluate(model: torch.nn.Module, batches: Sequence[dict[str, torch.Tensor]],
             n += target.numel()
         nl = out.nsp_logits.float()
         is_next = b["is_next"].to(device)
-        nsp_loss += F.cross_entropy(nl, is_next, reduction="sum").item()
-        nsp_correct += int((nl.argmax(-1) == is_next).sum())
+        nsp_loss += nsp_loss_fn(nl, is_next).item() * is_next.numel()
+        nsp_correct += int((nl.argmax(-1) == nsp_class(is_next)).sum())
         nsp_n += is_next.numel()
         if baselines is not None:
             for k, (c, t) in baselines.accuracy(b["input_ids"], masked, b["labels"],
@@ -438,6 +465,7 @@ class TrainResult:
     step: int
     eval: dict[str, float] | None
     checkpoint: Path | None
+    elapsed: float = 0.0  # training seconds (evaluation and saving not counted)
 
 
 def _prune(out_dir: Path, keep_last: int) -> None:
@@ -458,7 +486,7 @@ def train(model: torch.nn.Module, tokenizer: Any, train_examples: Sequence[Any],
     Under ``torchrun`` pass ``dist_info=init_distributed(device)``; each rank computes its own
     rows of every global batch and DDP averages the gradients.
     """
-    from mlm_lib.loss import mlm_loss_sum
+    from mlm_lib.loss import mlm_loss_sum, nsp_loss
 
     dist_info = dist_info or DistInfo()
     if cfg.threads:
@@ -552,17 +580,19 @@ def train(model: torch.nn.Module, tokenizer: Any, train_examples: Sequence[Any],
         # every rank builds (and masks) the whole global batch with the same generator, then keeps
         # its own rows: the masks, and so the result, do not depend on the number of processes.
         idx = stream.next()
-        micro_batches = [make_batch([train_examples[i] for i in idx[m * micro:(m + 1) * micro]],
-                                    tokenizer, cfg.mask_rate, gen, cfg.mask_prob, cfg.random_prob,
-                                    cfg.keep_prob) for m in range(cfg.grad_accum)]
-        total_masked = sum(int(b["masked"].sum()) for b in micro_batches)
+        full = make_batch([train_examples[i] for i in idx], tokenizer, cfg.mask_rate, gen,
+                          cfg.mask_prob, cfg.random_prob, cfg.keep_prob)
+        total_masked = int(full["masked"].sum())
         # DDP averages gradients over ranks, so each rank's sum is scaled by world / global count
         mlm_norm = dist_info.world_size / max(total_masked, 1)
         nsp_norm = dist_info.world_size / cfg.batch_size
         step_loss = torch.zeros((), device=device)
-        for m, full in enumerate(micro_batches):
-            lo, hi = dist_info.rank * per_rank, (dist_info.rank + 1) * per_rank
-            b = {k: v[lo:hi].to(device, non_blocking=True) for k, v in full.items()}
+        for m in range(cfg.grad_accum):
+            lo = m * micro + dist_info.rank * per_rank
+            rows = {k: v[lo:lo + per_rank] for k, v in full.items()}
+            width = max(int(rows["attention_mask"].sum(1).max()), 1)  # drop all-padding columns
+            b = {k: (v[:, :width] if v.dim() == 2 else v).to(device, non_blocking=True)
+                 for k, v in rows.items()}
             sync = (m == cfg.grad_accum - 1) or not dist_info.enabled
             ctx = contextlib.nullcontext() if sync else train_net.no_sync()
             with ctx:
@@ -575,7 +605,7 @@ def train(model: torch.nn.Module, tokenizer: Any, train_examples: Sequence[Any],
                 mlm_sum = mlm_loss_sum(logits, target)
                 loss = mlm_sum * mlm_norm
                 if cfg.nsp:
-                    nsp_sum = F.cross_entropy(out.nsp_logits.float(), b["is_next"], reduction="sum")
+                    nsp_sum = nsp_loss(out.nsp_logits, b["is_next"]) * b["is_next"].numel()
                     loss = loss + nsp_sum * nsp_norm
                 if scaler is not None:
                     scaler.scale(loss).backward()
@@ -589,7 +619,7 @@ def train(model: torch.nn.Module, tokenizer: Any, train_examples: Sequence[Any],
                 acc["tokens"] += int(b["attention_mask"].sum())
                 if cfg.nsp:
                     acc["nsp_loss"] += float(nsp_sum)
-                    acc["nsp_correct"] += int((out.nsp_logits.argmax(-1) == b["is_next"]).sum())
+                    acc["nsp_correct"] += int((out.nsp_logits.argmax(-1) == nsp_class(b["is_next"])).sum())
                     acc["nsp_n"] += b["is_next"].numel()
         # ---- NaN guard: every rank agrees before anyone steps
         bad = torch.tensor([0.0 if torch.isfinite(step_loss) else 1.0])
@@ -644,7 +674,7 @@ def train(model: torch.nn.Module, tokenizer: Any, train_examples: Sequence[Any],
     final_eval = run_eval(step) if eval_batches else final_eval
     saved = save(step)
     return TrainResult(model=net, history=history, step=step, eval=final_eval,
-                       checkpoint=saved or last_good)
+                       checkpoint=saved or last_good, elapsed=elapsed)
 
 
 # ---------------------------------------------------------------- from a corpus, in one call

@@ -1,0 +1,238 @@
+"""Command line: ``python -m mlm_lib {train, fill-mask, eval}``.
+
+Examples::
+
+    python -m mlm_lib fill-mask "The [MASK] was steep."
+    python -m mlm_lib train --preset mini --out runs/mini --time-budget 600
+    python -m mlm_lib train --config my.json --corpus notes.txt --out runs/notes
+    python -m mlm_lib eval --model runs/mini/step-00001000
+    torchrun --nproc_per_node 2 -m mlm_lib train --preset tiny --out runs/ddp
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+TRAIN_FLAGS = {  # flag -> TrainConfig field
+    "max_steps": "max_steps", "time_budget": "time_budget_s", "batch_size": "batch_size",
+    "grad_accum": "grad_accum", "lr": "lr", "warmup_steps": "warmup_steps",
+    "seq_len": "max_seq_length", "mask_rate": "mask_rate", "eval_every": "eval_every",
+    "save_every": "save_every", "log_every": "log_every", "seed": "seed", "device": "device",
+    "threads": "threads", "weight_decay": "weight_decay",
+}
+MODEL_FLAGS = {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads"}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m mlm_lib",
+        description="Train and query small BERT models (masked language modelling).",
+        epilog="Run `python -m mlm_lib COMMAND --help` for the options of one command.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    t = sub.add_parser("train", help="pretrain a BERT from scratch (MLM, optionally NSP)",
+                       description="Pretrain a BERT on a corpus. Options come from --preset, then "
+                                   "--config (a JSON file of training options), then the flags.")
+    t.add_argument("--out", required=True, help="folder for checkpoints (step-XXXXXXXX/)")
+    t.add_argument("--preset", default="mini",
+                   help="model size: tiny (2x128), mini (4x256), small (4x512), base (12x768), "
+                        "or 'book' for the book's model recipe (default: mini)")
+    t.add_argument("--config", type=Path, help="JSON file with training options (see TrainConfig)")
+    t.add_argument("--corpus", nargs="+", default=["wikipedia"],
+                   help="'wikipedia' (the embedded excerpt), 'lee', or text files (default: wikipedia)")
+    t.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
+    t.add_argument("--export", type=Path,
+                   help="also write a small fp16 weights-only copy with vocab.txt here (for inference)")
+    t.add_argument("--max-steps", type=int, help="optimizer steps (the schedule decays to 0 there)")
+    t.add_argument("--time-budget", type=float, help="stop after this many training seconds")
+    t.add_argument("--batch-size", type=int, help="global batch, in sequences per optimizer step")
+    t.add_argument("--grad-accum", type=int, help="micro-batches per step (same result, less memory)")
+    t.add_argument("--lr", type=float, help="peak learning rate")
+    t.add_argument("--warmup-steps", type=int)
+    t.add_argument("--weight-decay", type=float)
+    t.add_argument("--seq-len", type=int, help="max tokens per sequence, [CLS] and [SEP] included")
+    t.add_argument("--mask-rate", type=float, help="share of tokens in M during training (0.15)")
+    t.add_argument("--no-nsp", action="store_true", help="MLM only: single-segment sequences")
+    t.add_argument("--layers", type=int, help="number of layers L")
+    t.add_argument("--hidden", type=int, help="hidden size H (feed-forward 4H)")
+    t.add_argument("--heads", type=int, help="attention heads A")
+    t.add_argument("--dropout", type=float, help="dropout for hidden states and attention")
+    t.add_argument("--eval-every", type=int)
+    t.add_argument("--save-every", type=int)
+    t.add_argument("--log-every", type=int)
+    t.add_argument("--seed", type=int)
+    t.add_argument("--device", help="auto (default), cpu, cuda, cuda:1, mps")
+    t.add_argument("--threads", type=int, help="CPU threads for torch")
+    t.add_argument("--compile", action="store_true", help="torch.compile the model (GPU runs)")
+    t.add_argument("--no-amp", action="store_true", help="fp32 even on CUDA")
+    t.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
+
+    f = sub.add_parser("fill-mask", help="top-k fillers for each [MASK] in a sentence",
+                       description='Example: python -m mlm_lib fill-mask "The [MASK] was steep."')
+    f.add_argument("text", help="a sentence with one or more [MASK]")
+    f.add_argument("--model", type=Path, help="checkpoint folder (default: the book's model)")
+    f.add_argument("--top-k", type=int, default=5)
+    f.add_argument("--pieces", action="store_true",
+                   help="allow ##word-pieces as answers (default: whole words only)")
+
+    e = sub.add_parser("eval", help="held-out masked-token accuracy beside count baselines",
+                       description="Mask --rate of the held-out split's tokens (all as [MASK]) and "
+                                   "compare the model with unigram / bigram / both-neighbour counts.")
+    e.add_argument("--model", type=Path, help="checkpoint folder (default: the book's model)")
+    e.add_argument("--corpus", nargs="+", default=["wikipedia"])
+    e.add_argument("--rate", type=float, default=0.15, help="masking rate at evaluation (0.15)")
+    e.add_argument("--seq-len", type=int, default=128)
+    e.add_argument("--max-examples", type=int, default=None)
+    e.add_argument("--threads", type=int, default=None)
+    return p
+
+
+def train_config_from_args(a: argparse.Namespace):
+    """Preset, then --config JSON, then flags: later wins."""
+    from mlm_lib.book_model import BOOK_RECIPE
+    from mlm_lib.train import TrainConfig
+
+    values: dict[str, Any] = dict(BOOK_RECIPE) if a.preset == "book" else {"preset": a.preset}
+    values["model"] = dict(values.get("model", {}))
+    if a.config:
+        try:
+            loaded = json.loads(a.config.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as err:
+            raise ValueError(f"cannot read the config file {a.config}: {err}") from None
+        if not isinstance(loaded, dict):
+            raise ValueError(f"{a.config} must hold a JSON object of training options")
+        values["model"].update(loaded.pop("model", {}))
+        values.update(loaded)
+    for flag, name in TRAIN_FLAGS.items():
+        if getattr(a, flag) is not None:
+            values[name] = getattr(a, flag)
+    for flag, name in MODEL_FLAGS.items():
+        if getattr(a, flag) is not None:
+            values["model"][name] = getattr(a, flag)
+    if a.hidden is not None:
+        values["model"]["intermediate_size"] = 4 * a.hidden
+    if a.dropout is not None:
+        values["model"].update(hidden_dropout_prob=a.dropout, attention_probs_dropout_prob=a.dropout)
+    if a.no_nsp:
+        values["nsp"] = False
+    if a.compile:
+        values["compile"] = True
+    if a.no_amp:
+        values["amp"] = False
+    if a.quiet:
+        values["progress"] = False
+    return TrainConfig.from_dict(values)
+
+
+def _corpus_arg(items: list[str]) -> str | list[str]:
+    return items[0] if len(items) == 1 and not Path(items[0]).exists() else items
+
+
+def cmd_train(a: argparse.Namespace) -> int:
+    import torch
+
+    from mlm_lib.checkpoint import save_checkpoint
+    from mlm_lib.train import (build_model, default_log, fit_baselines, init_distributed,
+                               prepare_data, resolve_device, train)
+
+    cfg = train_config_from_args(a)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    dist_info = init_distributed(resolve_device(cfg.device))
+    data = prepare_data(cfg, _corpus_arg(a.corpus))
+    baselines = fit_baselines(data) if dist_info.is_main else None
+    model = build_model(cfg, data.tokenizer.vocab_size)
+    out = Path(a.out)
+    if dist_info.is_main:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "vocab.txt").write_text("".join(t + "\n" for t in data.tokenizer.ids_to_tokens),
+                                       encoding="utf-8")
+    result = train(model, data.tokenizer, data.train_examples, cfg, data.valid_examples, out,
+                   resume=a.resume, baselines=baselines, dist_info=dist_info,
+                   on_log=None if a.quiet else default_log)
+    if dist_info.is_main:
+        if result.eval:
+            r = result.eval
+            print(f"held-out: mlm_acc {r['mlm_acc']:.4f} (unigram {r.get('unigram_acc', 0):.4f}, "
+                  f"left-bigram {r.get('left_bigram_acc', 0):.4f}, both-neighbours "
+                  f"{r.get('both_neighbours_acc', 0):.4f}), nsp_acc {r['nsp_acc']:.4f}")
+        print(f"checkpoint: {result.checkpoint}")
+        if a.export:
+            vocab = "".join(t + "\n" for t in data.tokenizer.ids_to_tokens).encode("utf-8")
+            path = save_checkpoint(a.export, result.model, result.model.config.to_dict(), result.step,
+                                   dtype=torch.float16, files={"vocab.txt": vocab},
+                                   extra={"train_config": cfg.to_dict(), "eval": result.eval or {}})
+            size = sum(p.stat().st_size for p in path.iterdir()) / 1e6
+            print(f"exported fp16 weights to {path} ({size:.1f} MB)")
+    if dist_info.enabled:
+        import torch.distributed as dist
+        dist.destroy_process_group()
+    return 0
+
+
+def _load(model_path: Path | None):
+    from mlm_lib.inference import load_model
+    from mlm_lib.tokenizer import WordPieceTokenizer, book_tokenizer
+
+    if model_path is None:
+        from mlm_lib.book_model import BOOK_MODEL_DIR
+        model_path = BOOK_MODEL_DIR
+    model = load_model(model_path)
+    vocab = Path(model_path) / "vocab.txt"
+    if not vocab.exists():
+        vocab = Path(model_path).parent / "vocab.txt"  # a training run's step-XXXXXXXX folder
+    tok = WordPieceTokenizer.from_vocab_file(vocab) if vocab.exists() else book_tokenizer()
+    if tok.vocab_size != model.config.vocab_size:
+        raise ValueError(f"the tokenizer has {tok.vocab_size} pieces but the model expects "
+                         f"{model.config.vocab_size}; put the training vocab.txt in {model_path}")
+    return model, tok
+
+
+def cmd_fill_mask(a: argparse.Namespace) -> int:
+    from mlm_lib.inference import fill_mask
+
+    model, tok = _load(a.model)
+    text = a.text.replace("[mask]", "[MASK]")
+    for i, pred in enumerate(fill_mask(model, tok, text, top_k=a.top_k, whole_words=not a.pieces)):
+        print(f"[MASK] #{i + 1}: " + "  ".join(f"{t} ({p:.3f})" for t, p in zip(pred.tokens, pred.probs)))
+    return 0
+
+
+def cmd_eval(a: argparse.Namespace) -> int:
+    import torch
+
+    from mlm_lib.train import (TrainConfig, evaluate, fit_baselines, make_eval_batches,
+                               prepare_data)
+
+    if a.threads:
+        torch.set_num_threads(a.threads)
+    model, tok = _load(a.model)
+    cfg = TrainConfig(max_seq_length=min(a.seq_len, model.config.max_position_embeddings))
+    data = prepare_data(cfg, _corpus_arg(a.corpus), tokenizer=tok)
+    batches = make_eval_batches(data.valid_examples, tok, 64, rate=a.rate, max_examples=a.max_examples)
+    r = evaluate(model, batches, "cpu", fit_baselines(data))
+    print(f"held-out masked tokens:   {r['num_masked']}")
+    for name in ("unigram", "left_bigram", "both_neighbours"):
+        print(f"{name + ' baseline:':25s} {r[name + '_acc']:.4f}")
+    print(f"{'model accuracy:':25s} {r['mlm_acc']:.4f} (loss {r['mlm_loss']:.3f})")
+    print(f"{'NSP accuracy:':25s} {r['nsp_acc']:.4f}")
+    print(f"accuracy_over_unigram: {r['mlm_acc'] / max(r['unigram_acc'], 1e-12):.2f}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler = {"train": cmd_train, "fill-mask": cmd_fill_mask, "eval": cmd_eval}[args.command]
+    try:
+        return handler(args)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
