@@ -375,30 +375,37 @@ def book_tokenizer() -> WordPieceTokenizer:
 # ----------------------------------------------------------------------------- training
 def train_wordpiece(texts: Iterable[str], vocab_size: int = 8000, do_lower_case: bool = True,
                     min_frequency: int = 2, limit_alphabet: int = 1000,
-                    max_input_chars_per_word: int = 100) -> WordPieceTokenizer:
-    """Learn a WordPiece vocabulary by frequency merges with ``##`` continuation pieces.
+                    max_input_chars_per_word: int = 100, score: str = "frequency") -> WordPieceTokenizer:
+    """Learn a WordPiece vocabulary by merging units with ``##`` continuation pieces.
 
-    Algorithm (the one Hugging Face's ``WordPieceTrainer`` uses; deterministic):
+    Algorithm (deterministic; ``score="frequency"`` is what Hugging Face's ``WordPieceTrainer``
+    does, and what the book's vocabulary uses):
 
     1. Basic-tokenize every text exactly as encoding will, and count word frequencies.
     2. Start from the alphabet: the ``limit_alphabet`` most frequent characters, each as a
        word-initial unit ``c`` and, where it occurs inside words, a continuation unit ``##c``.
        Every word is a sequence of units: ``low`` -> ``l ##o ##w``.
-    3. Repeatedly merge the adjacent pair ``(a, b)`` with the highest total count over the corpus
-       into one unit ``a + b`` without b's ``##`` (``##o ##w`` -> ``##ow``), add it to the
-       vocabulary, and rewrite the words that contain it. Ties break alphabetically, so the
-       result depends only on the texts.
-    4. Stop at ``vocab_size`` pieces (special tokens included) or when no pair occurs
-       ``min_frequency`` times.
+    3. Repeatedly merge the best adjacent pair ``(a, b)`` into one unit ``a + b`` without b's
+       ``##`` (``##o ##w`` -> ``##ow``), add it to the vocabulary, and rewrite the words that
+       contain it. "Best" is, by ``score``:
 
-    The original WordPiece (Schuster & Nakajima, 2012) picks instead the pair that most raises
-    the corpus likelihood under a unigram model, the score ``freq(ab) / (freq(a) * freq(b))``; it
-    favours pairs whose parts rarely occur apart. Google never released its trainer; frequency
-    merges are the common open re-implementation. Either way, *encoding* with the learned
-    vocabulary uses greedy longest-match-first, not the merge order.
+       - ``"frequency"``: the highest count freq(ab) over the corpus;
+       - ``"likelihood"``: the highest freq(ab) / (freq(a) * freq(b)), the original WordPiece
+         criterion (Schuster & Nakajima, 2012): the merge that most raises the likelihood of the
+         corpus under a unigram model of units. It prefers pairs whose parts rarely occur apart.
+
+       Only pairs seen at least ``min_frequency`` times compete. Ties break alphabetically, so
+       the result depends only on the texts.
+    4. Stop at ``vocab_size`` pieces (special tokens included) or when no pair is left.
+
+    Google never released its trainer; both scores are common open re-implementations. Either
+    way, *encoding* with the learned vocabulary uses greedy longest-match-first, not the merges.
     """
     if vocab_size <= len(SPECIAL_TOKENS):
         raise ValueError(f"vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {vocab_size}")
+    if score not in ("frequency", "likelihood"):
+        raise ValueError(f"score must be 'frequency' or 'likelihood', got {score!r}")
+    likelihood = score == "likelihood"
     basic = BasicTokenizer(do_lower_case=do_lower_case)
     chunk_counts: Counter[str] = Counter()
     for text in texts:
@@ -418,34 +425,48 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int = 8000, do_lower_case:
     # Words whose characters are all in the alphabet, as unit lists; sorted for determinism.
     words: list[list[str]] = []
     freqs: list[int] = []
-    units: set[str] = set()
+    unit_counts: Counter[str] = Counter()
     for w in sorted(word_counts):
         if not all(ch in alphabet for ch in w):
             continue
         syms = [w[0]] + ["##" + ch for ch in w[1:]]
-        units.update(syms)
+        for u in syms:
+            unit_counts[u] += word_counts[w]
         words.append(syms)
         freqs.append(word_counts[w])
-    vocab = list(SPECIAL_TOKENS) + sorted(units)
+    vocab = list(SPECIAL_TOKENS) + sorted(unit_counts)
     seen = set(vocab)
 
     pair_counts: dict[tuple[str, str], int] = {}
     where: dict[tuple[str, str], set[int]] = {}
+    pairs_of: dict[str, set[tuple[str, str]]] = {}  # unit -> pairs it is part of (likelihood only)
     for i, syms in enumerate(words):
         f = freqs[i]
         for p in zip(syms, syms[1:]):
             pair_counts[p] = pair_counts.get(p, 0) + f
             where.setdefault(p, set()).add(i)
-    heap = [(-c, p) for p, c in pair_counts.items()]
+    if likelihood:
+        for p in pair_counts:
+            pairs_of.setdefault(p[0], set()).add(p)
+            pairs_of.setdefault(p[1], set()).add(p)
+
+    def value(p: tuple[str, str]) -> float:
+        c = pair_counts[p]
+        return c / (unit_counts[p[0]] * unit_counts[p[1]]) if likelihood else c
+
+    # A lazy max-heap: an entry is valid while its score equals the pair's current score; every
+    # score change pushes a new entry, so the valid entry on top is the true best pair.
+    heap = [(-value(p), p) for p in pair_counts]
     heapq.heapify(heap)
 
     while len(vocab) < vocab_size and heap:
-        negc, pair = heapq.heappop(heap)
-        cur = pair_counts.get(pair, 0)
-        if cur != -negc:  # stale entry; the current count (if any) is elsewhere in the heap
-            continue
-        if cur < min_frequency:
-            break
+        neg, pair = heapq.heappop(heap)
+        if pair not in pair_counts or value(pair) != -neg:
+            continue  # stale
+        if pair_counts[pair] < min_frequency:
+            if likelihood:
+                continue  # a rare pair may score high; it returns to the heap if its count grows
+            break  # frequency order: every remaining pair is rarer still
         a, b = pair
         merged = a + b[2:]
         if merged not in seen:
@@ -460,6 +481,9 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int = 8000, do_lower_case:
             while j < n:
                 if j + 1 < n and syms[j] == a and syms[j + 1] == b:
                     out.append(merged)
+                    unit_counts[a] -= f
+                    unit_counts[b] -= f
+                    unit_counts[merged] += f
                     j += 2
                 else:
                     out.append(syms[j])
@@ -468,13 +492,24 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int = 8000, do_lower_case:
             for p in zip(out, out[1:]):
                 touched[p] = touched.get(p, 0) + f
                 where.setdefault(p, set()).add(i)
+        changed: set[tuple[str, str]] = set()
         for p, delta in touched.items():
             if delta:
                 c = pair_counts.get(p, 0) + delta
                 if c > 0:
                     pair_counts[p] = c
-                    heapq.heappush(heap, (-c, p))
+                    changed.add(p)
+                    if likelihood:
+                        pairs_of.setdefault(p[0], set()).add(p)
+                        pairs_of.setdefault(p[1], set()).add(p)
                 else:
                     pair_counts.pop(p, None)
         pair_counts.pop(pair, None)
+        if likelihood:  # unit counts of a, b and the merged unit moved: their pairs rescore
+            for u in {a, b, merged}:
+                live = {p for p in pairs_of.get(u, ()) if p in pair_counts}
+                pairs_of[u] = live
+                changed |= live
+        for p in sorted(changed):
+            heapq.heappush(heap, (-value(p), p))
     return WordPieceTokenizer(vocab, do_lower_case=do_lower_case, max_input_chars_per_word=max_input_chars_per_word)

@@ -164,22 +164,24 @@ def test_bad_input_gets_clear_errors(tmp_path, ours):
         ours.decode([ours.vocab_size])
 
 
-def _naive_frequency_merges(texts: list[str], vocab_size: int) -> list[str]:
-    """The documented algorithm written the slow obvious way: recount every pair at each step."""
+def _naive_merges(texts: list[str], vocab_size: int, score: str = "frequency") -> list[str]:
+    """The documented algorithm written the slow obvious way: recount everything at each step."""
     from collections import Counter
     counts = Counter(w for t in texts for w in BasicTokenizer().tokenize(t))
     words = {w: [w[0]] + ["##" + c for c in w[1:]] for w in counts}
     vocab = list(SPECIAL_TOKENS) + sorted({u for syms in words.values() for u in syms})
     while len(vocab) < vocab_size:
-        pairs = Counter()
+        pairs, units = Counter(), Counter()
         for w, syms in words.items():
+            for u in syms:
+                units[u] += counts[w]
             for p in zip(syms, syms[1:]):
                 pairs[p] += counts[w]
+        pairs = {p: c for p, c in pairs.items() if c >= 2}
         if not pairs:
             break
-        (a, b), c = min(pairs.items(), key=lambda kv: (-kv[1], kv[0]))
-        if c < 2:
-            break
+        value = (lambda p: pairs[p] / (units[p[0]] * units[p[1]])) if score == "likelihood" else pairs.get
+        a, b = min(pairs, key=lambda p: (-value(p), p))
         merged = a + b[2:]
         if merged not in vocab:
             vocab.append(merged)
@@ -203,7 +205,7 @@ def test_train_wordpiece_small_corpus_is_deterministic():
     assert a.ids_to_tokens == b.ids_to_tokens
     assert a.ids_to_tokens[:5] == list(SPECIAL_TOKENS)
     assert len(set(a.ids_to_tokens)) == a.vocab_size <= 60
-    assert a.ids_to_tokens == _naive_frequency_merges(texts, 60)
+    assert a.ids_to_tokens == _naive_merges(texts, 60)
     assert "[UNK]" not in a.tokenize("lowest wider newer")
     with pytest.raises(ValueError, match="vocab_size"):
         train_wordpiece(texts, vocab_size=3)
@@ -225,6 +227,12 @@ def test_book_vocabulary_is_reproducible(tmp_path):
     assert out.read_bytes() == BOOK_VOCAB.read_bytes()
 
 
-def test_train_wordpiece_matches_naive_merges_on_real_text(sentences):
-    texts = sentences[:400]
-    assert train_wordpiece(texts, vocab_size=250).ids_to_tokens == _naive_frequency_merges(texts, 250)
+@pytest.mark.parametrize("score", ["frequency", "likelihood"])
+def test_train_wordpiece_matches_naive_merges_on_real_text(sentences, score):
+    texts = sentences[:300]
+    fast = train_wordpiece(texts, vocab_size=220, score=score).ids_to_tokens
+    assert fast == _naive_merges(texts, 220, score)
+    if score == "likelihood":  # it prefers pairs whose parts rarely occur apart, unlike frequency
+        assert fast != train_wordpiece(texts, vocab_size=220).ids_to_tokens
+    with pytest.raises(ValueError, match="score"):
+        train_wordpiece(texts, score="bpe")
