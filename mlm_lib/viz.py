@@ -1,0 +1,136 @@
+"""Tables and pictures shared by the book's chapters.
+
+The chapters show the same few objects again and again: a tokenized sentence with its positions
+and the set M, a probability distribution over the vocabulary, one number per position. Each has
+one helper here so that every chapter draws it the same way and a notebook cell stays short.
+
+Tables are plain text (monospace, fixed column widths): they print the same on the site, in a
+terminal and in a notebook, and nbval can compare them. Figures are drawn on a matplotlib ``Axes``
+the caller owns, so a chapter can put several side by side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+MASK_TOKEN = "[MASK]"
+
+
+def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
+               float_format: str = "{:.3f}") -> str:
+    """A fixed-width text table: one header line, a rule, one line per row.
+
+    Floats are formatted with ``float_format`` so that printed numbers are rounded and stable
+    from run to run; everything else goes through ``str``. Numbers are right-aligned, text
+    left-aligned, which is how people scan columns.
+    """
+    headers = [str(h) for h in headers]
+    if not headers:
+        raise ValueError("text_table needs at least one column header")
+    cells: list[list[str]] = []
+    numeric = [True] * len(headers)
+    for r, row in enumerate(rows):
+        row = list(row)
+        if len(row) != len(headers):
+            raise ValueError(f"row {r} has {len(row)} cells but there are {len(headers)} headers")
+        line = []
+        for c, value in enumerate(row):
+            if isinstance(value, float):
+                line.append(float_format.format(value))
+            else:
+                line.append(str(value))
+                if not isinstance(value, int):
+                    numeric[c] = False
+        cells.append(line)
+    widths = [max([len(h)] + [len(line[c]) for line in cells]) for c, h in enumerate(headers)]
+
+    def fmt(line: Sequence[str]) -> str:
+        parts = [s.rjust(w) if numeric[c] else s.ljust(w)
+                 for c, (s, w) in enumerate(zip(line, widths))]
+        return "  ".join(parts).rstrip()
+
+    out = [fmt(headers), "  ".join("-" * w for w in widths)]
+    out.extend(fmt(line) for line in cells)
+    return "\n".join(out)
+
+
+def _check_masked(tokens: Sequence[str], masked: Sequence[bool] | None) -> list[bool]:
+    if masked is None:
+        return [False] * len(tokens)
+    masked = [bool(m) for m in masked]
+    if len(masked) != len(tokens):
+        raise ValueError(f"masked has {len(masked)} entries but there are {len(tokens)} tokens")
+    return masked
+
+
+def corrupt(tokens: Sequence[str], masked: Sequence[bool], mask_token: str = MASK_TOKEN
+            ) -> list[str]:
+    """x_\\M as tokens: every position in M shows ``mask_token``, the others their own token.
+
+    This is only for display; the library corrupts ids with :func:`mlm_lib.masking.mask_tokens`
+    (which also does the 10% random and 10% unchanged replacements).
+    """
+    masked = _check_masked(tokens, masked)
+    return [mask_token if m else t for t, m in zip(tokens, masked)]
+
+
+def token_table(tokens: Sequence[str], masked: Sequence[bool] | None = None,
+                seen: Sequence[str] | None = None) -> str:
+    """Positions i, tokens x_i, membership in M and what the model sees (x_\\M), one row each.
+
+    ``seen`` defaults to :func:`corrupt` of ``tokens``; pass the real corrupted tokens when some
+    positions of M were replaced by a random token or kept unchanged.
+    """
+    masked = _check_masked(tokens, masked)
+    if seen is None:
+        seen = corrupt(tokens, masked)
+    if len(seen) != len(tokens):
+        raise ValueError(f"seen has {len(seen)} tokens but x has {len(tokens)}")
+    rows = [(i, t, "yes" if m else "", s) for i, (t, m, s) in enumerate(zip(tokens, masked, seen))]
+    return text_table(["i", "x_i", "in M", "x_\\M"], rows)
+
+
+def prob_bars(ax: Any, labels: Sequence[str], probs: Sequence[float],
+              highlight: str | None = None, title: str | None = None,
+              ylabel: str = "probability") -> Any:
+    """A bar chart of a distribution; the bar labelled ``highlight`` (the true word) in orange.
+
+    Returns the matplotlib ``BarContainer`` so a caller (or a test) can read the heights.
+    """
+    labels = [str(x) for x in labels]
+    probs = [float(p) for p in probs]
+    if len(labels) != len(probs):
+        raise ValueError(f"{len(labels)} labels but {len(probs)} probabilities")
+    if highlight is not None and highlight not in labels:
+        raise ValueError(f"highlight {highlight!r} is not one of the labels")
+    colors = ["tab:orange" if x == highlight else "tab:blue" for x in labels]
+    bars = ax.bar(range(len(labels)), probs, color=colors)
+    ax.set_xticks(range(len(labels)))
+    ax.set_xticklabels(labels, rotation=45, ha="right")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    return bars
+
+
+def position_bars(ax: Any, tokens: Sequence[str], values: Sequence[float],
+                  masked: Sequence[bool] | None = None, ylabel: str = "",
+                  title: str | None = None) -> Any:
+    """One bar per position of a sentence, tokens on the x axis; positions in M in orange.
+
+    Used for anything that lives on positions: the loss term of each position, a probability
+    per position. Returns the ``BarContainer``.
+    """
+    masked = _check_masked(tokens, masked)
+    values = [float(v) for v in values]
+    if len(values) != len(tokens):
+        raise ValueError(f"{len(values)} values but {len(tokens)} tokens")
+    colors = ["tab:orange" if m else "tab:blue" for m in masked]
+    bars = ax.bar(range(len(tokens)), values, color=colors)
+    ax.set_xticks(range(len(tokens)))
+    ax.set_xticklabels([f"{i}:{t}" for i, t in enumerate(tokens)], rotation=60, ha="right")
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    return bars

@@ -1,0 +1,78 @@
+"""The chapters' table and figure helpers: exact text, bar heights, clear errors."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from mlm_lib.viz import corrupt, position_bars, prob_bars, text_table, token_table  # noqa: E402
+
+
+def test_text_table_aligns_and_rounds():
+    out = text_table(["word", "n", "p"], [("the", 12, 0.12345), ("a", 3, 1.0)])
+    assert out.splitlines() == [
+        "word   n      p",
+        "----  --  -----",
+        "the   12  0.123",
+        "a      3  1.000",
+    ]
+
+
+def test_text_table_custom_float_format():
+    out = text_table(["x"], [(0.5,)], float_format="{:.1e}")
+    assert out.splitlines()[-1] == "5.0e-01"
+
+
+def test_text_table_rejects_ragged_rows():
+    with pytest.raises(ValueError, match="row 1 has 1 cells"):
+        text_table(["a", "b"], [(1, 2), (3,)])
+    with pytest.raises(ValueError, match="at least one column"):
+        text_table([], [])
+
+
+def test_corrupt_hides_exactly_m():
+    tokens = ["[CLS]", "the", "cat", "sat", "[SEP]"]
+    assert corrupt(tokens, [False, False, True, False, False]) == [
+        "[CLS]", "the", "[MASK]", "sat", "[SEP]"]
+    with pytest.raises(ValueError, match="masked has 2 entries"):
+        corrupt(tokens, [True, False])
+
+
+def test_token_table_rows():
+    tokens = ["[CLS]", "the", "cat", "[SEP]"]
+    lines = token_table(tokens, [False, True, False, False]).splitlines()
+    assert lines[0].split() == ["i", "x_i", "in", "M", "x_\\M"]
+    assert lines[3].split() == ["1", "the", "yes", "[MASK]"]
+    assert lines[4].split() == ["2", "cat", "cat"]
+    # A kept-unchanged position is in M but the model sees the original token.
+    kept = token_table(tokens, [False, True, False, False], seen=tokens).splitlines()
+    assert kept[3].split() == ["1", "the", "yes", "the"]
+    with pytest.raises(ValueError, match="seen has 1 tokens"):
+        token_table(tokens, None, seen=["x"])
+
+
+def test_prob_bars_heights_and_highlight():
+    fig, ax = plt.subplots()
+    bars = prob_bars(ax, ["hill", "road"], [0.75, 0.25], highlight="road", title="t")
+    assert [b.get_height() for b in bars] == [0.75, 0.25]
+    assert bars[1].get_facecolor() != bars[0].get_facecolor()
+    assert ax.get_title() == "t"
+    with pytest.raises(ValueError, match="not one of the labels"):
+        prob_bars(ax, ["a"], [1.0], highlight="b")
+    with pytest.raises(ValueError, match="2 labels but 1"):
+        prob_bars(ax, ["a", "b"], [1.0])
+    plt.close(fig)
+
+
+def test_position_bars_marks_m():
+    fig, ax = plt.subplots()
+    bars = position_bars(ax, ["a", "b", "c"], [0.0, 2.5, 0.0], [False, True, False])
+    assert [b.get_height() for b in bars] == [0.0, 2.5, 0.0]
+    colors = [b.get_facecolor() for b in bars]
+    assert colors[0] == colors[2] != colors[1]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0:a", "1:b", "2:c"]
+    with pytest.raises(ValueError, match="2 values but 3 tokens"):
+        position_bars(ax, ["a", "b", "c"], [1.0, 2.0])
+    plt.close(fig)
