@@ -198,11 +198,18 @@ class WordPieceTokenizer:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
             raise ValueError(f"{path} is not UTF-8 text, so it cannot be a vocab.txt ({e})") from None
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()  # the final newline
         vocab: dict[str, int] = {}
-        for line in text.split("\n"):
+        for n, line in enumerate(lines, start=1):
             tok = line.rstrip("\r").strip()
-            if tok and tok not in vocab:
-                vocab[tok] = len(vocab)
+            # The id of a piece is its line number, so a blank or repeated line would shift ids.
+            if not tok:
+                raise ValueError(f"{path}: line {n} is blank; a vocab.txt has one piece per line")
+            if tok in vocab:
+                raise ValueError(f"{path}: line {n} repeats the piece {tok!r} of line {vocab[tok] + 1}")
+            vocab[tok] = len(vocab)
         return cls(vocab, do_lower_case=do_lower_case, **kwargs)
 
     def save_vocab(self, path: str | os.PathLike) -> None:

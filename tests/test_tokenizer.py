@@ -150,6 +150,11 @@ def test_bad_input_gets_clear_errors(tmp_path, ours):
     no_specials.write_text("hello\nworld\n##s\n")
     with pytest.raises(ValueError, match=r"special token"):
         WordPieceTokenizer.from_vocab_file(no_specials)
+    for content, message in [("[PAD]\n[UNK]\n\n[CLS]\n", "line 3 is blank"), ("[PAD]\n[UNK]\n[PAD]\n", "repeats")]:
+        bad = tmp_path / "bad.txt"
+        bad.write_text(content)
+        with pytest.raises(ValueError, match=message):
+            WordPieceTokenizer.from_vocab_file(bad)
     binary = tmp_path / "model.bin"
     binary.write_bytes(bytes(range(256)) * 4)
     with pytest.raises(ValueError, match="binary"):
