@@ -93,7 +93,9 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
         group = torch.cumsum(starts.long(), dim=1)  # 0 .. T
     else:
         group = torch.arange(1, T + 1, device=dev).expand(B, T)
-    u_word = torch.rand((B, T + 1), generator=generator, device=dev, dtype=torch.float64)
+    # Draw on the generator's device (a CPU generator can mask a GPU batch), then move over.
+    gdev = generator.device if generator is not None else dev
+    u_word = torch.rand((B, T + 1), generator=generator, device=gdev, dtype=torch.float64).to(dev)
     u = torch.gather(u_word, 1, group)  # one uniform per word, shared by its pieces
 
     r = torch.as_tensor(rate, dtype=torch.float64, device=dev)
@@ -117,7 +119,7 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
             pick = cand & (group == torch.gather(group, 1, first)) & empty.view(-1, 1)
             masked |= pick
 
-    v = torch.rand((B, T), generator=generator, device=dev)
+    v = torch.rand((B, T), generator=generator, device=gdev).to(dev)
     replaced = masked & (v < mask_prob)
     randomized = masked & (v >= mask_prob) & (v < mask_prob + random_prob)
     kept = masked & ~replaced & ~randomized
@@ -127,7 +129,7 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
     allowed_ids = allowed.nonzero().squeeze(1)
     if allowed_ids.numel() == 0:
         raise ValueError("every vocabulary id is special; there is no token to draw at random")
-    rand_tok = allowed_ids[torch.randint(len(allowed_ids), (B, T), generator=generator, device=dev)]
+    rand_tok = allowed_ids[torch.randint(len(allowed_ids), (B, T), generator=generator, device=gdev).to(dev)]
 
     out = torch.where(replaced, torch.full_like(ids, mask_token_id), ids)
     out = torch.where(randomized, rand_tok, out)
