@@ -16,7 +16,8 @@ anything that needs JavaScript goes blank there. ``<details>`` needs none, is ke
 
 The output is a pure function of the arguments (no random ids), so nbval can compare it from run
 to run. All text is HTML-escaped; ``$...$`` math becomes ``\\(...\\)``, which both MathJax on the
-site and JupyterLab's renderer typeset.
+site and JupyterLab's renderer typeset; ```code```, ``*emphasis*`` and ``**bold**`` are the only
+markup.
 """
 
 from __future__ import annotations
@@ -45,11 +46,14 @@ _TAG = (
 
 _MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.S)
 _CODE = re.compile(r"`([^`]+)`")
+_BOLD = re.compile(r"\*\*(\S(?:.*?\S)?)\*\*")
+_ITALIC = re.compile(r"(?<![\w*])\*(\S(?:[^*]*?\S)?)\*(?![\w*])")
 
 
 def render_text(text: str) -> str:
-    """Escape ``text`` for HTML, then turn ``$..$``/``$$..$$`` into MathJax delimiters and
-    ```code``` into ``<code>``. Math is escaped too (``x < y`` stays text) but keeps its TeX."""
+    """Escape ``text`` for HTML, then turn ``$..$``/``$$..$$`` into MathJax delimiters, ```code```
+    into ``<code>`` and ``*x*``/``**x**`` into emphasis. Math is escaped too (``x < y`` stays text)
+    but keeps its TeX."""
     out: list[str] = []
     pos = 0
     for m in _MATH.finditer(text):
@@ -64,8 +68,18 @@ def render_text(text: str) -> str:
 
 
 def _render_plain(text: str) -> str:
-    escaped = html.escape(text, quote=False)
-    return _CODE.sub(lambda m: "<code>" + m.group(1) + "</code>", escaped)
+    out, pos = [], 0
+    for m in _CODE.finditer(text):
+        out.append(_emphasis(html.escape(text[pos : m.start()], quote=False)))
+        out.append("<code>" + html.escape(m.group(1), quote=False) + "</code>")
+        pos = m.end()
+    out.append(_emphasis(html.escape(text[pos:], quote=False)))
+    return "".join(out)
+
+
+def _emphasis(escaped: str) -> str:
+    escaped = _BOLD.sub(r"<strong>\1</strong>", escaped)
+    return _ITALIC.sub(r"<em>\1</em>", escaped)
 
 
 def _check_text(value: object, field: str) -> str:

@@ -81,3 +81,9 @@ def test_bad_input_raises_value_error(call, message):
 def test_repr_is_short():
     assert repr(reveal("q", "a")) == "Recall(kind='reveal')"
     assert recall.render_text("a < b") == "a &lt; b"
+
+
+def test_emphasis_and_code_do_not_leak_into_each_other():
+    out = recall.render_text("a *word*, **strong**, `a*b*c` and 2 * 3 * 4")
+    assert "<em>word</em>" in out and "<strong>strong</strong>" in out
+    assert "<code>a*b*c</code>" in out and "2 * 3 * 4" in out
