@@ -29,6 +29,8 @@ def _in_m(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, tor
         raise ValueError(f"labels shape {tuple(labels.shape)} does not match logits "
                          f"{tuple(logits.shape)} without its vocabulary dimension")
     in_m = labels != IGNORE
+    if labels.dim() == 1 and bool(in_m.all()):  # masked-only logits: already just M, skip the copy
+        return logits, labels
     return logits[in_m], labels[in_m]
 
 
