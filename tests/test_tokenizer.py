@@ -3,7 +3,8 @@
 Reference: in transformers 5.x ``BertTokenizer`` is backed by the Rust ``tokenizers`` library;
 the pure-Python implementation (the port of Google's tokenization.py that transformers 4.x called
 ``BertTokenizer``) is ``transformers.models.bert.tokenization_bert_legacy.BertTokenizerLegacy``.
-We compare against that one, on the bert-base-uncased vocab.txt, over the whole embedded corpus.
+We compare against that one, on the bert-base-uncased vocab.txt, over the whole embedded corpus,
+and against the Rust-backed ``BertTokenizer`` as well.
 """
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ def reference():
 
 
 @pytest.fixture(scope="module")
+def rust_reference():
+    from transformers import BertTokenizer
+    return BertTokenizer(vocab=str(bert_base_uncased_vocab()))
+
+
+@pytest.fixture(scope="module")
 def sentences() -> list[str]:
     return [s for d in load_wikipedia() + load_lee() for s in d.sentences]
 
@@ -57,10 +64,15 @@ def test_whole_corpus_matches_reference(ours, reference, sentences):
     assert mismatches == []
 
 
+def test_whole_corpus_matches_rust_bert_tokenizer(ours, rust_reference, sentences):
+    mismatches = [s for s in sentences if ours.encode(s).input_ids != rust_reference(s)["input_ids"]]
+    assert mismatches == []
+
+
 @pytest.mark.parametrize("text", HARD)
-def test_hard_strings_match_reference(ours, reference, text):
+def test_hard_strings_match_reference(ours, reference, rust_reference, text):
     assert ours.tokenize(text) == reference.tokenize(text)
-    assert ours.encode(text).input_ids == reference(text)["input_ids"]
+    assert ours.encode(text).input_ids == reference(text)["input_ids"] == rust_reference(text)["input_ids"]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
