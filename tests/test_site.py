@@ -3,7 +3,8 @@
 Run after ``make book`` (``make test-site`` does both). Every page of ``_build/html`` is opened
 from a server on 127.0.0.1 and checked: formulas typeset (no raw TeX left), every recall widget
 opens and shows its answer, ipywidgets drawn, no console error, no failed or off-machine request,
-no broken internal link. Screenshots of every page (light and dark) go to ``_build/screenshots``.
+no broken internal link, no sideways overflow on a phone. Screenshots of every page (light, dark
+and phone width) go to ``_build/screenshots``.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ RAW_TEX_JS = r"""
 
 
 def _open(page, url: str) -> None:
+    page.set_default_timeout(90_000)  # generous: the CI machine has two cores
     page.goto(url, wait_until="load")
     # MathJax 3 exposes a promise that settles once the page is typeset.
     page.wait_for_function(
@@ -102,7 +104,7 @@ def _open(page, url: str) -> None:
         " || (window.MathJax && MathJax.startup && MathJax.startup.promise))")
     page.evaluate("() => (window.MathJax && MathJax.startup) ? MathJax.startup.promise.then(() => true) : true")
     page.evaluate("() => document.fonts.ready.then(() => true)")
-    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(300)
 
 
 @pytest.mark.parametrize("rel", _pages() if (SITE / "index.html").exists() else ["index.html"])
@@ -160,6 +162,9 @@ def test_page(rel, server, browser):
             assert answer.is_visible(), f"{rel}: recall widget {k} did not open on click"
             assert answer.inner_text().strip(), f"{rel}: recall widget {k} has an empty answer"
     if widgets.count():
+        # the score counter (site only) saw every widget answered
+        score = page.locator(".recall-score").inner_text()
+        assert f"{widgets.count()} of {widgets.count()} answered" in score, f"{rel}: score says {score!r}"
         # keyboard: Tab to a summary and Enter opens it
         page.reload()
         _open(page, url)
@@ -196,6 +201,14 @@ def test_page(rel, server, browser):
     page.wait_for_timeout(200)
     page.screenshot(path=str(SHOTS / f"{name}-dark.png"), full_page=True)
     context.close()
+    # and at phone width: nothing may overflow the screen sideways
+    phone = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
+    page = phone.new_page()
+    _open(page, url)
+    overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+    page.screenshot(path=str(SHOTS / f"{name}-phone.png"), full_page=True)
+    phone.close()
+    assert overflow <= 1, f"{rel}: the page is {overflow}px wider than a phone screen"
 
     assert not offsite, f"{rel}: requests that leave the machine (the site must work offline): {offsite[:5]}"
     assert not failed, f"{rel}: failed requests: {failed[:5]}"
