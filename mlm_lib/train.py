@@ -193,7 +193,7 @@ class WarmupLinearSchedule:
         self.total_steps = total_steps
         self.min_ratio = min_ratio
         self.time_budget_s = time_budget_s
-        self.base_lrs = [g["lr"] for g in optimizer.param_groups]
+        self.base_lrs = [g.setdefault("initial_lr", g["lr"]) for g in optimizer.param_groups]
         self.step_count = 0
         self.elapsed = 0.0
         self._apply()

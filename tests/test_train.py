@@ -58,19 +58,19 @@ def losses(history: History) -> list[float]:
 
 
 def test_loss_goes_down_and_history_has_metrics(tok, examples):
-    cfg = tiny_cfg(max_steps=40, lr=1e-2, model={"hidden_size": 64, "num_attention_heads": 2,
-                                                  "intermediate_size": 128, "num_hidden_layers": 1},
-                   mask_rate=0.3, eval_every=20)
+    cfg = tiny_cfg(max_steps=24, lr=1e-2, model={"hidden_size": 32, "num_attention_heads": 2,
+                                                  "intermediate_size": 64, "num_hidden_layers": 1},
+                   mask_rate=0.3, eval_every=12)
     model = build_model(cfg, tok.vocab_size)
-    res = train(model, tok, examples, cfg, valid_examples=examples[:16])
+    res = train(model, tok, examples, cfg, valid_examples=examples[:8])
     ls = losses(res.history)
-    assert len(ls) == 40
+    assert len(ls) == 24
     assert sum(ls[-5:]) / 5 < sum(ls[:5]) / 5 - 1.0  # from ~ln(8000)=9 down by more than a nat
     first = res.history.records[0]
     for key in ("step", "lr", "mlm_loss", "mlm_acc", "nsp_loss", "nsp_acc", "tokens_per_s"):
         assert key in first
     evals = res.history.columns("step", "mlm_acc", kind="eval")
-    assert evals["step"] == [20, 40]
+    assert evals["step"] == [12, 24]
     assert res.eval is not None and 0.0 <= res.eval["mlm_acc"] <= 1.0
 
 
@@ -120,9 +120,9 @@ def test_gradient_accumulation_matches_one_big_batch(tok, examples):
 
 
 def test_no_nsp_mode_trains_mlm_only(tok):
-    docs = documents_from_text(synthetic_text(4))
+    docs = documents_from_text(synthetic_text(8))
     ex = create_pretraining_examples(docs, tok, max_seq_length=32, nsp=False, seed=0)
-    cfg = tiny_cfg(nsp=False, max_steps=3)
+    cfg = tiny_cfg(nsp=False, max_steps=3, batch_size=4)
     res = train(build_model(cfg, tok.vocab_size), tok, ex, cfg)
     assert "nsp_loss" not in res.history.records[-1]
     assert all(math.isfinite(x) for x in losses(res.history))
