@@ -1,0 +1,138 @@
+"""Fine-tuning: the classifier on [CLS], the article task, the loop and its evaluation."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mlm_lib.corpus import Document
+from mlm_lib.finetune import (BertClassifier, FinetuneConfig, LabelledSet, article_task,
+                              evaluate_classifier, finetune, head_parameters, predict)
+from mlm_lib.model import BertConfig, BertForPreTraining
+from mlm_lib.tokenizer import book_tokenizer
+
+torch.set_num_threads(2)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return book_tokenizer()
+
+
+def tiny_config(vocab_size: int) -> BertConfig:
+    return BertConfig(vocab_size=vocab_size, hidden_size=32, num_hidden_layers=1,
+                      num_attention_heads=2, intermediate_size=64, max_position_embeddings=32,
+                      hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                      initializer_range=0.2)  # a wide init learns the toy task in a few steps
+
+
+def toy_documents() -> list[Document]:
+    """Three 'articles' whose sentences each name their subject, so the task is learnable."""
+    subjects = {"Rivers": "river", "Music": "music", "Stars": "star"}
+    docs = []
+    for title, word in subjects.items():
+        sents = [f"the {word} number {i} is described in this long sentence" for i in range(40)]
+        sents += ["short one", "the river of music and stars appears in every article here"]
+        docs.append(Document(title, sents))
+    return docs
+
+
+# ---------------------------------------------------------------- task
+
+def test_article_task_is_balanced_disjoint_and_seeded():
+    docs = toy_documents()
+    train, test = article_task(docs, num_articles=3, per_article=30, test_fraction=0.2, seed=3)
+    assert train.label_names == test.label_names
+    assert sorted(train.label_names) == ["Music", "Rivers", "Stars"]
+    assert train.counts() == [24, 24, 24] and test.counts() == [6, 6, 6]
+    assert not set(train.texts) & set(test.texts)
+    for text, y in zip(train.texts + test.texts, train.labels + test.labels):
+        assert text in next(d for d in docs if d.title == train.label_names[y]).sentences
+        assert len(text.split()) >= 6  # "short one" is never drawn
+    again = article_task(docs, num_articles=3, per_article=30, test_fraction=0.2, seed=3)
+    assert again[0].texts == train.texts and again[1].labels == test.labels
+    other = article_task(docs, num_articles=3, per_article=30, test_fraction=0.2, seed=4)
+    assert other[0].texts != train.texts
+
+
+def test_article_task_by_title_and_errors():
+    docs = toy_documents()
+    train, test = article_task(docs, titles=["Stars", "Rivers"], per_article=10)
+    assert train.label_names == ["Stars", "Rivers"]
+    assert set(train.labels) == {0, 1}
+    with pytest.raises(ValueError, match="no article titled"):
+        article_task(docs, titles=["Stars", "Oceans"])
+    with pytest.raises(ValueError, match="too many"):
+        article_task(docs, num_articles=2, per_article=500)
+    with pytest.raises(ValueError, match="num_articles"):
+        article_task(docs, num_articles=1)
+    with pytest.raises(ValueError, match="test_fraction"):
+        article_task(docs, test_fraction=1.0)
+    with pytest.raises(ValueError, match="outside"):
+        LabelledSet(["a"], [2], ["x", "y"])
+    with pytest.raises(ValueError, match="labels"):
+        LabelledSet(["a", "b"], [0], ["x", "y"])
+
+
+# ---------------------------------------------------------------- model
+
+def test_from_pretraining_keeps_the_encoder_and_drops_the_heads(tok):
+    pre = BertForPreTraining(tiny_config(tok.vocab_size), seed=1)
+    clf = BertClassifier.from_pretraining(pre, num_labels=3)
+    names = {n for n, _ in clf.named_parameters()}
+    assert not any(n.startswith("cls.") for n in names)  # no MLM or NSP head in the classifier
+    for (n1, p1), (n2, p2) in zip(pre.bert.named_parameters(), clf.bert.named_parameters()):
+        assert n1 == n2 and torch.equal(p1, p2)
+        assert p1.data_ptr() != p2.data_ptr()  # a copy: fine-tuning leaves the original intact
+    ids = torch.tensor([[tok.cls_id, 5, 6, tok.sep_id], [tok.cls_id, 7, tok.sep_id, tok.pad_id]])
+    mask = (ids != tok.pad_id).long()
+    assert clf.eval()(ids, attention_mask=mask).shape == (2, 3)
+    counts = head_parameters(pre)
+    h = pre.config.hidden_size
+    assert counts["nsp_head"] == 2 * h + 2
+    # transform (h*h + h), its LayerNorm (2h), output bias (V); the output matrix is tied
+    assert counts["mlm_head"] == h * h + h + 2 * h + pre.config.vocab_size
+    assert counts["encoder"] == sum(p.numel() for p in clf.bert.parameters())
+
+
+def test_classifier_rejects_bad_arguments(tok):
+    cfg = tiny_config(tok.vocab_size)
+    with pytest.raises(ValueError, match="num_labels"):
+        BertClassifier.from_scratch(cfg, num_labels=1)
+    with pytest.raises(ValueError, match="BertForPreTraining"):
+        BertClassifier.from_pretraining(BertClassifier.from_scratch(cfg, 2).bert, 2)
+    with pytest.raises(ValueError, match="epochs"):
+        FinetuneConfig(epochs=0)
+    clf = BertClassifier.from_scratch(cfg, num_labels=2)
+    with pytest.raises(ValueError, match="labels"):
+        evaluate_classifier(clf, tok, LabelledSet(["a b"], [0], ["x", "y", "z"]))
+    with pytest.raises(ValueError, match="empty"):
+        finetune(clf, tok, LabelledSet([], [], ["x", "y"]), FinetuneConfig(progress=False))
+
+
+# ---------------------------------------------------------------- training
+
+def test_finetune_learns_a_separable_task_and_is_reproducible(tok):
+    train, test = article_task(toy_documents(), num_articles=3, per_article=30, seed=0)
+    cfg = FinetuneConfig(epochs=6, batch_size=16, lr=1e-2, max_length=16, progress=False)
+
+    def run() -> tuple[BertClassifier, list]:
+        clf = BertClassifier.from_scratch(tiny_config(tok.vocab_size), num_labels=3, seed=0)
+        before = evaluate_classifier(clf, tok, test, max_length=16)
+        res = finetune(clf, tok, train, cfg, eval_set=test)
+        return res.model, before, res
+
+    model, before, res = run()
+    evals = res.column("accuracy", kind="eval")
+    assert len(evals) == cfg.epochs
+    assert before["accuracy"] < 0.7
+    assert evals[-1] == 1.0  # each sentence names its article's word: fully learnable
+    losses = res.column("loss")
+    assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3
+    probs = predict(model, tok, ["the star number 99 is described in this long sentence"], 16)
+    assert probs.shape == (1, 3) and abs(float(probs.sum()) - 1.0) < 1e-5
+    assert train.label_names[int(probs.argmax())] == "Stars"
+    model2, _, res2 = run()
+    assert res2.column("loss") == losses
+    for p1, p2 in zip(model.parameters(), model2.parameters()):
+        assert torch.equal(p1, p2)
