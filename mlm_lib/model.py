@@ -120,7 +120,7 @@ class EncoderOutput:
 class PreTrainingOutput:
     mlm_logits: torch.Tensor  # [|M|, V] with masked_positions, else [B, T, V]
     nsp_logits: torch.Tensor  # [B, 2]; column 0 = IsNext, 1 = NotNext (Google's order)
-    last_hidden_state: torch.Tensor
+    last_hidden_state: torch.Tensor | None  # None with the ``last_layer_rows_only`` shortcut
     pooled_output: torch.Tensor
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
@@ -161,11 +161,22 @@ class BertSelfAttention(nn.Module):
         self.dropout_p = config.attention_probs_dropout_prob
         self.use_sdpa = config.use_sdpa
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None,
-                need_probs: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``mask`` is additive, [B, 1, 1, T]: 0 for real keys, a large negative number for padding."""
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_probs: bool = False,
+                query_index: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``mask`` is additive, [B, 1, 1, T]: 0 for real keys, a large negative number for padding.
+
+        ``query_index`` ([B, Q] positions) computes the output only for those query rows; keys and
+        values still come from every position.
+        """
         B, T, H = x.shape
-        q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        if query_index is None:
+            q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        else:
+            W, b = self.qkv.weight, self.qkv.bias
+            xq = x.gather(1, query_index[..., None].expand(-1, -1, H))
+            T = query_index.size(1)
+            q = F.linear(xq, W[:H], b[:H]).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
+            k, v = F.linear(x, W[H:], b[H:]).view(B, -1, 2, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
         p = self.dropout_p if self.training else 0.0
         probs = None
         if self.use_sdpa and not need_probs:
@@ -195,9 +206,12 @@ class BertLayer(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.act = ACTIVATIONS[config.hidden_act]
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None,
-                need_probs: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        a, probs = self.attention(x, mask, need_probs)
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_probs: bool = False,
+                query_index: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """With ``query_index`` ([B, Q]) only those rows are computed, and the output is [B, Q, H]."""
+        a, probs = self.attention(x, mask, need_probs, query_index)
+        if query_index is not None:
+            x = x.gather(1, query_index[..., None].expand(-1, -1, x.size(-1)))
         x = self.attention_norm(x + self.dropout(self.attention_output(a)))
         h = self.output(self.act(self.intermediate(x)))
         x = self.output_norm(x + self.dropout(h))
@@ -284,16 +298,23 @@ class BertModel(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> EncoderOutput:
+                output_hidden_states: bool = False,
+                last_layer_index: torch.Tensor | None = None) -> EncoderOutput:
+        """``last_layer_index`` ([B, Q] positions, position 0 first) is a training shortcut: the last
+        layer then computes only those rows, and ``last_hidden_state`` is [B, Q, H]."""
         _check_inputs(self.config, input_ids, token_type_ids, attention_mask)
+        if last_layer_index is not None and (output_hidden_states or output_attentions):
+            raise ValueError("last_layer_index cannot be combined with output_hidden_states or "
+                             "output_attentions (the last layer would be partial)")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         x = self.embeddings(input_ids, token_type_ids)
         mask = self.additive_mask(attention_mask, x.dtype)
         hidden = [x] if output_hidden_states else None
         attentions = [] if output_attentions else None
-        for layer in self.layers:
-            x, probs = layer(x, mask, need_probs=output_attentions)
+        last = len(self.layers) - 1
+        for i, layer in enumerate(self.layers):
+            x, probs = layer(x, mask, output_attentions, last_layer_index if i == last else None)
             if hidden is not None:
                 hidden.append(x)
             if attentions is not None:
@@ -348,24 +369,51 @@ class BertForPreTraining(nn.Module):
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None,
                 masked_positions: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> PreTrainingOutput:
+                output_hidden_states: bool = False,
+                last_layer_rows_only: bool = False) -> PreTrainingOutput:
         """With ``masked_positions`` (bool [B, T], the set M) the MLM logits are [|M|, V], one row per
         masked token in row-major order (the order of ``input_ids[masked_positions]``); without it
-        they are [B, T, V], every position (the chapters use this to look at all predictions)."""
-        enc = self.bert(input_ids, token_type_ids, attention_mask, output_attentions,
-                        output_hidden_states)
-        h = enc.last_hidden_state
+        they are [B, T, V], every position (the chapters use this to look at all predictions).
+
+        ``last_layer_rows_only`` (with ``masked_positions``) is a training fast path: the heads read
+        only the rows of M and [CLS], so the last layer computes only those rows (its keys and
+        values still see every position). Same logits and gradients; ``last_hidden_state`` is then
+        None. Ignored when hidden states or attentions are requested.
+        """
         if masked_positions is not None:
             if tuple(masked_positions.shape) != tuple(input_ids.shape):
                 raise ValueError(f"masked_positions must have the shape of input_ids "
                                  f"{tuple(input_ids.shape)}, got {tuple(masked_positions.shape)}")
             if masked_positions.dtype != torch.bool:
                 raise ValueError(f"masked_positions must be a bool tensor, got {masked_positions.dtype}")
+        shortcut = (last_layer_rows_only and masked_positions is not None and not output_attentions
+                    and not output_hidden_states)
+        index = rows = None
+        if shortcut:
+            index, rows = _last_layer_rows(masked_positions)
+        enc = self.bert(input_ids, token_type_ids, attention_mask, output_attentions,
+                        output_hidden_states, last_layer_index=index)
+        h = enc.last_hidden_state
+        if shortcut:
+            h = h[rows]  # [|M|, H], still in row-major order of M
+        elif masked_positions is not None:
             h = h[masked_positions]  # gather first: [|M|, H]
         mlm = self.cls.mlm_logits(h, self.bert.embeddings.word_embeddings.weight)
         nsp = self.cls.seq_relationship(enc.pooled_output)
-        return PreTrainingOutput(mlm, nsp, enc.last_hidden_state, enc.pooled_output,
-                                 enc.hidden_states, enc.attentions)
+        return PreTrainingOutput(mlm, nsp, None if shortcut else enc.last_hidden_state,
+                                 enc.pooled_output, enc.hidden_states, enc.attentions)
+
+
+def _last_layer_rows(masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positions the heads need, per sequence: [CLS] (position 0) then M in order, padded to the
+    longest. Returns the index [B, Q] and a bool [B, Q] marking the entries that are in M."""
+    needed = masked.clone()
+    needed[:, 0] = True
+    Q = int(needed.sum(1).max())
+    # A stable sort puts the needed positions first, in increasing order; the tail is filler.
+    index = torch.sort((~needed).to(torch.uint8), dim=1, stable=True).indices[:, :Q]
+    real = torch.arange(Q, device=masked.device) < needed.sum(1, keepdim=True)
+    return index, masked.gather(1, index) & real
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -199,3 +199,27 @@ def test_device_helpers_on_this_machine():
         assert out.mlm_logits.dtype == torch.float32  # no autocast on CPU
         assert make_grad_scaler(device) is None
     assert maybe_compile(model, enabled=False) is model
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_last_layer_rows_only_gives_the_same_logits_and_gradients(train):
+    model = BertForPreTraining(small(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
+                               seed=0).train(train)
+    ids, tt, am, masked = batch()
+    masked[1, 0] = True  # a masked [CLS] position is both an MLM row and the NSP row
+    results = []
+    for shortcut in (False, True):
+        model.zero_grad()
+        out = model(ids, tt, am, masked_positions=masked, last_layer_rows_only=shortcut)
+        (mlm_loss(out.mlm_logits, ids[masked]) + out.nsp_logits.square().mean()).backward()
+        results.append((out, {n: p.grad.clone() for n, p in model.named_parameters()}))
+    (full, grads), (short, short_grads) = results
+    assert short.last_hidden_state is None
+    torch.testing.assert_close(short.mlm_logits, full.mlm_logits, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(short.nsp_logits, full.nsp_logits, atol=1e-5, rtol=1e-5)
+    for name, g in grads.items():
+        torch.testing.assert_close(short_grads[name], g, atol=1e-5, rtol=1e-4, msg=name)
+    # Asking for hidden states turns the shortcut off rather than returning a partial last layer.
+    out = model(ids, tt, am, masked_positions=masked, last_layer_rows_only=True,
+                output_hidden_states=True)
+    assert out.last_hidden_state.shape == (3, 12, 32)
