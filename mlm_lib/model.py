@@ -176,7 +176,8 @@ class BertSelfAttention(nn.Module):
             xq = x.gather(1, query_index[..., None].expand(-1, -1, H))
             T = query_index.size(1)
             q = F.linear(xq, W[:H], b[:H]).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
-            k, v = F.linear(x, W[H:], b[H:]).view(B, -1, 2, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+            kv = F.linear(x, W[H:], b[H:]).view(B, -1, 2, self.num_heads, self.head_dim)
+            k, v = kv.permute(2, 0, 3, 1, 4)
         p = self.dropout_p if self.training else 0.0
         probs = None
         if self.use_sdpa and not need_probs:
@@ -220,9 +221,12 @@ class BertLayer(nn.Module):
 
 def truncated_normal_(t: torch.Tensor, std: float, generator: torch.Generator | None = None) -> torch.Tensor:
     """Fill ``t`` with normal(0, std) values cut at +-2 std, redrawing those outside (as TensorFlow
-    does). Ten times faster than ``nn.init.trunc_normal_``, whose inverse-CDF method is slow on CPU."""
+    does). Faster on CPU than ``nn.init.trunc_normal_``, whose inverse-CDF method is slow there."""
     if t.is_meta:  # shapes only (e.g. counting parameters): nothing to fill
         return t
+    if generator is not None and generator.device != t.device:  # e.g. built under a cuda device
+        with torch.no_grad():
+            return t.copy_(truncated_normal_(torch.empty(t.shape, dtype=t.dtype), std, generator))
     with torch.no_grad():
         t.normal_(0.0, std, generator=generator)
         bad = t.abs() > 2 * std
