@@ -33,8 +33,8 @@ BOOK_RECIPE: dict[str, Any] = dict(
            "attention_probs_dropout_prob": 0.0, "initializer_range": 0.05},
     max_seq_length=64, short_seq_prob=0.1, nsp=True,
     mask_rate=0.15, mask_prob=0.8, random_prob=0.1, keep_prob=0.1,
-    batch_size=32, lr=2e-3, warmup_steps=50, max_steps=1000, weight_decay=0.01,
-    clip_grad_norm=1.0, log_every=50, eval_every=0, save_every=250, seed=0,
+    batch_size=32, lr=2e-3, warmup_steps=30, max_steps=300, unigram_bias_init=True, weight_decay=0.01,
+    clip_grad_norm=1.0, log_every=50, eval_every=0, save_every=200, seed=0,
     device="cpu", amp=False, threads=2,
 )
 

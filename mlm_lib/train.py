@@ -46,6 +46,7 @@ class TrainConfig:
     preset: str = "mini"
     model: dict[str, Any] = field(default_factory=dict)
     position_init: str = "normal"  # or "sinusoidal": relative offsets are visible from step 0
+    unigram_bias_init: bool = False  # start the MLM output bias at log P(token) of the train split
     # data
     max_seq_length: int = 128
     short_seq_prob: float = 0.1
@@ -352,6 +353,21 @@ def build_model(cfg: TrainConfig, vocab_size: int) -> torch.nn.Module:
     return model
 
 
+def init_unigram_bias(model: torch.nn.Module, examples: Sequence[Any], tokenizer: Any) -> None:
+    """Set the MLM output bias to log P(token) counted on the training examples (add-one smoothed).
+
+    A fresh BERT spends its first steps learning the unigram distribution, which is a constant:
+    it can be written down. Starting there, the gradient goes to the context from step one."""
+    net = unwrap(model)
+    counts = torch.ones(net.config.vocab_size, dtype=torch.float64)
+    ids = torch.tensor([t for e in examples for t in e.input_ids], dtype=torch.long)
+    counts += torch.bincount(ids, minlength=net.config.vocab_size)[: net.config.vocab_size].double()
+    counts[list(tokenizer.special_ids)] = 1.0
+    logp = (counts / counts.sum()).log()
+    with torch.no_grad():
+        net.cls.predictions_bias.copy_((logp - logp.mean()).float())
+
+
 def sinusoidal_positions(num_positions: int, dim: int) -> torch.Tensor:
     """The Transformer's sin/cos position table: the dot product of two rows depends only on
     their offset, so "look at my left neighbour" is one linear map away from the start. BERT
@@ -518,6 +534,8 @@ def train(model: torch.nn.Module, tokenizer: Any, train_examples: Sequence[Any],
     if resume:
         ckpt_path = Path(resume) if not isinstance(resume, bool) else (
             latest_checkpoint(out_path) if out_path is not None else None)
+    if cfg.unigram_bias_init and ckpt_path is None:
+        init_unigram_bias(net, train_examples, tokenizer)
     if ckpt_path is not None:
         ck = load_checkpoint(ckpt_path)
         net.load_state_dict(ck.state_dict)
