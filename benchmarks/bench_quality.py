@@ -8,20 +8,25 @@ held out, evaluation at 15% masking with every chosen token replaced by [MASK], 
 for the model and the three count baselines. Last line: ``accuracy_over_unigram: X.XX``.
 
 Why these settings (the pretraining chapter's terms):
-- small and shallow (2 layers x 128): in five CPU minutes the model sees well under a million
-  tokens; a small model makes more optimizer steps, and steps are what it is short of;
+- small and shallow (2 layers x 128): in five CPU minutes the model makes ~1,500-2,000 optimizer
+  steps at batch 32 x 64; a small model makes more steps, and steps are what it is short of;
 - short sequences (64): the blanks a small model can fill depend mostly on nearby words, and
   attention cost grows with T^2;
 - initializer_range 0.05 instead of BERT's 0.02 (tuned for H = 768): at H = 128 the attention
   branch would start several times weaker than the residual it is added to;
 - the MLM output bias starts at log P(token) of the training split: the first thing a fresh
   BERT learns is the unigram distribution, a constant we can write down instead;
-- a training mask rate of 30%: twice the predictions (gradient signal) per forward pass, and the
-  vocabulary projection only runs on M;
+- 15% masking with BERT's 80/10/10: a run with every chosen token as [MASK] (matching the
+  evaluation) stayed on the unigram plateau for all of its 1,500 steps (1.00x); the 10% kept
+  tokens give the network an easy, input-dependent target early, which seems to break the
+  symmetry that keeps it there;
 - a high learning rate (2e-3) with a short warm-up, decayed linearly to 0 exactly when time runs
   out (the schedule follows the clock, not a guessed number of steps);
-- no NSP and no dropout: five minutes is far from overfitting, and NSP spends capacity on a task
-  the benchmark does not measure.
+- no NSP (capacity for the measured task), no dropout (short run).
+
+Where it stands: on a shared 2-core machine this run reaches 1.01x (2,144 steps, held-out loss
+7.02 nats, the unigram entropy of this split is 7.01): the model is still on the unigram
+plateau when time runs out. The 3.0x target is not met yet.
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ BENCH = dict(preset="tiny", model={"hidden_size": 128, "num_attention_heads": 2,
                                    "intermediate_size": 512, "num_hidden_layers": 2,
                                    "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
                                    "initializer_range": 0.05},
-             max_seq_length=64, short_seq_prob=0.0, nsp=False, mask_rate=0.3, batch_size=32,
+             max_seq_length=64, short_seq_prob=0.0, nsp=False, mask_rate=0.15, mask_prob=0.8,
+             random_prob=0.1, keep_prob=0.1, batch_size=32,
              lr=2e-3, warmup_steps=30, max_steps=10**9, time_budget_s=300.0,
              unigram_bias_init=True, weight_decay=0.01, clip_grad_norm=1.0, log_every=25,
              eval_every=0, seed=0, device="cpu", amp=False, threads=2)

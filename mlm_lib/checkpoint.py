@@ -243,7 +243,11 @@ def save_checkpoint(folder: str | os.PathLike, model: torch.nn.Module | dict[str
             json.dump(manifest, f, indent=1, sort_keys=True)
             f.flush()
             os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; a checkpoint is ordinary data
         for p in tmp.iterdir():
+            os.chmod(p, 0o666 & ~umask)
             if p.name != MANIFEST:
                 with open(p, "rb") as f:
                     os.fsync(f.fileno())
