@@ -1,0 +1,147 @@
+"""The chapters' experiments: tiny, seeded, and behaving as the chapters say they do."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from mlm_lib.experiments import (attention_bias, corrupted_batches, encoder_forward,
+                                 generate_left_to_right, plot_attention, position_similarity,
+                                 score, token_windows, train_next_token, train_tiny)
+from mlm_lib.model import BertConfig, BertForPreTraining
+from mlm_lib.pretraining import PretrainingExample
+from mlm_lib.tokenizer import book_tokenizer
+from mlm_lib.train import PreparedData
+
+torch.set_num_threads(2)
+
+SENTENCES = [
+    "the cat sat on the mat and looked at the door",
+    "a dog ran across the park to find the ball",
+    "the river flows into the sea near the old town",
+    "she wrote a letter to her brother in the city",
+    "the king of the country lived in a large castle",
+    "many people visit the museum during the summer",
+]
+
+
+@pytest.fixture(scope="module")
+def data() -> PreparedData:
+    """A few dozen short examples with the book's tokenizer: fast, and enough to overfit."""
+    tok = book_tokenizer()
+    examples = []
+    for k in range(8):
+        for s in SENTENCES:
+            ids = tok.encode(s).input_ids
+            examples.append(PretrainingExample(ids, [0] * len(ids), 1))
+    return PreparedData(tok, examples[:40], examples[40:], [])
+
+
+def test_keeping_the_chosen_tokens_leaks_the_answer(data):
+    # the same seed and steps; only the corruption differs
+    leak = train_tiny(mask_rate=0.15, mask_prob=0.0, random_prob=0.0, keep_prob=1.0, steps=40,
+                      data=data, max_seq_length=16, batch_size=8)
+    honest = train_tiny(mask_rate=0.15, mask_prob=1.0, random_prob=0.0, keep_prob=0.0, steps=40,
+                        data=data, max_seq_length=16, batch_size=8)
+    assert leak.train_curve()[1][-1] < 0.8 * honest.train_curve()[1][-1]
+    # the copying model fills visible tokens well, real blanks badly
+    copy = score(leak.model, data, keep_prob=1.0, mask_prob=0.0, rate=0.5)
+    blank = score(leak.model, data, rate=0.5)
+    assert copy["accuracy"] > blank["accuracy"] + 0.25
+
+
+def test_runs_are_reproducible(data):
+    a = train_tiny(steps=5, data=data, max_seq_length=16, batch_size=8)
+    b = train_tiny(steps=5, data=data, max_seq_length=16, batch_size=8)
+    assert a.train_curve() == b.train_curve()
+    for p, q in zip(a.model.parameters(), b.model.parameters()):
+        assert torch.equal(p, q)
+
+
+def test_corrupted_batches_follow_the_recipe(data):
+    tok = data.tokenizer
+    kept = corrupted_batches(data.valid_examples, tok, rate=0.5, mask_prob=0.0, keep_prob=1.0)
+    for b in kept:
+        assert not bool((b["input_ids"] == tok.mask_id).any())  # no [MASK] anywhere
+        assert torch.equal(b["input_ids"][b["masked"]], b["labels"][b["masked"]])
+    masked = corrupted_batches(data.valid_examples, tok, rate=0.5)
+    assert all(bool((b["input_ids"][b["masked"]] == tok.mask_id).all()) for b in masked)
+    with pytest.raises(ValueError, match="no examples"):
+        corrupted_batches([], tok)
+
+
+def test_attention_bias_causal_and_bidirectional():
+    causal, both = attention_bias(4, causal=True), attention_bias(4, causal=False)
+    assert causal.shape == both.shape == (1, 1, 4, 4)
+    assert bool((both == 0).all())
+    upper = torch.triu(torch.ones(4, 4, dtype=torch.bool), diagonal=1)
+    assert bool((causal[0, 0][upper] < -1e30).all()) and bool((causal[0, 0][~upper] == 0).all())
+    with pytest.raises(ValueError, match="seq_len"):
+        attention_bias(0, causal=True)
+
+
+def test_encoder_forward_matches_the_model_and_hides_the_future():
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=50,
+                                                 max_position_embeddings=8), seed=0).eval()
+    ids = torch.randint(5, 50, (2, 6), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        h, _ = encoder_forward(model.bert, ids, None)
+        ref = model.bert(ids).last_hidden_state
+        assert torch.allclose(h, ref, atol=1e-5)
+        h1, att = encoder_forward(model.bert, ids, attention_bias(6, True), output_attentions=True)
+        changed = ids.clone()
+        changed[:, 4:] = 7  # change the future of position 3
+        h2, _ = encoder_forward(model.bert, changed, attention_bias(6, True))
+    assert torch.allclose(h1[:, :4], h2[:, :4], atol=1e-5)  # positions 0..3 cannot tell
+    assert not torch.allclose(h1[:, 4:], h2[:, 4:])
+    assert len(att) == 2 and float(att[0][0, 0].triu(1).abs().max()) == 0.0
+
+
+def test_next_token_with_the_future_visible_collapses(data):
+    peek = train_next_token(causal=False, steps=40, seq_len=8, batch_size=8, data=data)
+    fair = train_next_token(causal=True, steps=40, seq_len=8, batch_size=8, data=data)
+    assert peek.valid_loss < 0.5 * fair.valid_loss
+    assert peek.valid_accuracy > fair.valid_accuracy
+
+
+def test_token_windows_drop_specials(data):
+    rows = token_windows(data.train_examples, data.tokenizer.special_ids, 5)
+    assert rows.shape[1] == 5
+    assert not bool(torch.isin(rows, torch.tensor(sorted(data.tokenizer.special_ids))).any())
+    with pytest.raises(ValueError, match="window"):
+        token_windows(data.train_examples[:1], data.tokenizer.special_ids, 10_000)
+
+
+def test_generate_left_to_right_returns_pieces(data):
+    tok = data.tokenizer
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=tok.vocab_size,
+                                                 max_position_embeddings=32), seed=0)
+    out = generate_left_to_right(model, tok, "the cat sat", num_tokens=4)
+    assert len(out) == 4
+    assert not set(tok.convert_tokens_to_ids(out)) & set(tok.special_ids)
+    with pytest.raises(ValueError, match="num_tokens"):
+        generate_left_to_right(model, tok, "the cat", num_tokens=0)
+
+
+def test_position_similarity_and_plot():
+    table = torch.randn(5, 8, generator=torch.Generator().manual_seed(0))
+    sim = position_similarity(table)
+    assert torch.allclose(sim.diagonal(), torch.ones(5), atol=1e-6)
+    assert torch.allclose(sim, sim.T)
+    with pytest.raises(ValueError, match="position table"):
+        position_similarity(torch.zeros(3))
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots()
+    plot_attention(ax, torch.full((3, 3), 1 / 3), ["a", "b", "c"], "t", highlight=[1])
+    with pytest.raises(ValueError, match="attention"):
+        plot_attention(ax, torch.zeros(2, 2), ["a", "b", "c"])
+    plt.close(fig)
+
+
+def test_bad_steps_are_value_errors(data):
+    with pytest.raises(ValueError, match="steps"):
+        train_tiny(steps=0, data=data)
+    with pytest.raises(ValueError, match="steps"):
+        train_next_token(causal=True, steps=0, data=data)
