@@ -219,7 +219,7 @@ def train_next_token(causal: bool, steps: int = 150, seed: int = 0, seq_len: int
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        running += float(loss)
+        running += float(loss.detach())
         if step % log_every == 0 or step == steps:
             logged_steps.append(step)
             losses.append(running / (log_every if step % log_every == 0 else step % log_every))
