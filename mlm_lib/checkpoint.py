@@ -19,7 +19,6 @@ two-rename window.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import random
@@ -32,6 +31,8 @@ from typing import Any
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
+
+from mlm_lib.corpus import sha256_file
 
 MANIFEST = "checkpoint.json"
 WEIGHTS = "model.safetensors"
@@ -58,14 +59,6 @@ class Checkpoint:
 
 
 # ---------------------------------------------------------------- small helpers
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
 
 def _fsync_dir(path: Path) -> None:
     """Make a rename durable; a no-op where directories cannot be opened (Windows)."""
@@ -238,7 +231,7 @@ def save_checkpoint(folder: str | os.PathLike, model: torch.nn.Module | dict[str
             if name in (MANIFEST, WEIGHTS, TRAINER) or "/" in name or name.startswith("."):
                 raise ValueError(f"cannot add a companion file named {name!r}")
             (tmp / name).write_bytes(data)
-        manifest["sha256"] = {p.name: _sha256(p) for p in sorted(tmp.iterdir())}
+        manifest["sha256"] = {p.name: sha256_file(p) for p in sorted(tmp.iterdir())}
         with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=1, sort_keys=True)
             f.flush()
@@ -284,7 +277,7 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
 def _load_tensors(path: Path, expected_sha: str | None, map_location: str) -> dict[str, torch.Tensor]:
     if not path.exists():
         raise CheckpointError(f"checkpoint file {path} is missing")
-    if expected_sha is not None and _sha256(path) != expected_sha:
+    if expected_sha is not None and sha256_file(path) != expected_sha:
         raise CheckpointError(f"checkpoint file {path} is corrupted or truncated "
                               "(its SHA-256 does not match checkpoint.json)")
     try:

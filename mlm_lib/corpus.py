@@ -285,7 +285,7 @@ def download(url: str, sha256: str, filename: str | None = None, timeout: float 
     name = filename or os.path.basename(urllib.request.urlparse(url).path) or "download"
     target = cache_dir() / "downloads" / name
     if target.exists():
-        if _sha256(target) == sha256.lower():
+        if sha256_file(target) == sha256.lower():
             return target
         target.unlink()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -298,7 +298,7 @@ def download(url: str, sha256: str, filename: str | None = None, timeout: float 
             except (urllib.error.URLError, OSError) as e:
                 raise ConnectionError(f"could not download {url} ({e}); are you offline? "
                                       "The embedded corpus load_corpus('wikipedia') works without internet.") from None
-        got = _sha256(Path(tmp))
+        got = sha256_file(tmp)
         if got != sha256.lower():
             raise ValueError(f"checksum mismatch for {url}: expected {sha256.lower()}, got {got}")
         os.replace(tmp, target)
@@ -308,7 +308,8 @@ def download(url: str, sha256: str, filename: str | None = None, timeout: float 
     return target
 
 
-def _sha256(path: Path) -> str:
+def sha256_file(path: str | os.PathLike) -> str:
+    """The hex SHA-256 of a file, read in 1 MiB blocks (downloads and checkpoints are checked by it)."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
