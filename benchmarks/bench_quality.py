@@ -47,10 +47,10 @@ from mlm_lib.train import (TrainConfig, build_model, evaluate, fit_baselines,  #
 BENCH = dict(preset="tiny", model={"hidden_size": 128, "num_attention_heads": 2,
                                    "intermediate_size": 512, "num_hidden_layers": 2,
                                    "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
-                                   "initializer_range": 0.05},
-             max_seq_length=64, short_seq_prob=0.0, nsp=True, mask_rate=0.15, mask_prob=0.8,
-             random_prob=0.1, keep_prob=0.1, batch_size=32,
-             lr=2e-3, warmup_steps=30, max_steps=10**9, time_budget_s=300.0,
+                                   "initializer_range": 0.1},
+             max_seq_length=32, short_seq_prob=0.0, nsp=False, mask_rate=0.15, mask_prob=0.8,
+             random_prob=0.1, keep_prob=0.1, batch_size=128, position_init="sinusoidal",
+             lr=3e-3, warmup_steps=30, max_steps=10**9, time_budget_s=300.0,
              unigram_bias_init=True, weight_decay=0.01, clip_grad_norm=1.0, log_every=25,
              eval_every=0, seed=0, device="cpu", amp=False, threads=2)
 
@@ -68,7 +68,13 @@ def main(argv: list[str] | None = None) -> float:
     p.add_argument("--warmup", type=int)
     p.add_argument("--mask-rate", type=float)
     p.add_argument("--mask-prob", type=float, help="share of M shown as [MASK] (rest: random/kept)")
-    p.add_argument("--no-nsp", action="store_true", help="MLM only (single-segment sequences)")
+    p.add_argument("--nsp", action=argparse.BooleanOptionalAction, default=None,
+                   help="next sentence prediction on/off (default: off, MLM only)")
+    p.add_argument("--position-init", choices=("normal", "sinusoidal"))
+    p.add_argument("--init", type=float, help="initializer_range")
+    p.add_argument("--dropout", type=float)
+    p.add_argument("--beta2", type=float)
+    p.add_argument("--wd", type=float)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     a = p.parse_args(argv)
 
@@ -83,7 +89,18 @@ def main(argv: list[str] | None = None) -> float:
                       ("warmup", "warmup_steps"), ("mask_rate", "mask_rate")):
         if getattr(a, key) is not None:
             cfg[name] = getattr(a, key)
-    cfg["nsp"] = not a.no_nsp
+    if a.nsp is not None:
+        cfg["nsp"] = a.nsp
+    if a.position_init:
+        cfg["position_init"] = a.position_init
+    if a.init is not None:
+        cfg["model"]["initializer_range"] = a.init
+    if a.dropout is not None:
+        cfg["model"].update(hidden_dropout_prob=a.dropout, attention_probs_dropout_prob=a.dropout)
+    if a.beta2 is not None:
+        cfg["beta2"] = a.beta2
+    if a.wd is not None:
+        cfg["weight_decay"] = a.wd
     if a.mask_prob is not None:
         rest = (1.0 - a.mask_prob) / 2
         cfg.update(mask_prob=a.mask_prob, random_prob=rest, keep_prob=1.0 - a.mask_prob - rest)

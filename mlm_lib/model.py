@@ -118,12 +118,14 @@ class EncoderOutput:
 
 @dataclass
 class PreTrainingOutput:
-    mlm_logits: torch.Tensor  # [|M|, V] with masked_positions, else [B, T, V]
+    mlm_logits: torch.Tensor | None  # [|M|, V] with masked_positions, else [B, T, V]; None with mlm_targets
     nsp_logits: torch.Tensor  # [B, 2]; column 0 = IsNext, 1 = NotNext (Google's order)
     last_hidden_state: torch.Tensor | None  # None with the ``last_layer_rows_only`` shortcut
     pooled_output: torch.Tensor
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
+    mlm_nll: torch.Tensor | None = None  # [|M|], -log P(x_i | x_\M), only with mlm_targets
+    mlm_predictions: torch.Tensor | None = None  # [|M|] arg-max token ids, only with mlm_targets
 
 
 class BertEmbeddings(nn.Module):
@@ -353,10 +355,20 @@ class BertPreTrainingHeads(nn.Module):
         self.seq_relationship = nn.Linear(config.hidden_size, 2)
         self.act = ACTIVATIONS[config.hidden_act]
 
+    def transform_hidden(self, h: torch.Tensor) -> torch.Tensor:
+        """The head's transform before the vocabulary: dense, GELU, LayerNorm."""
+        return self.transform_norm(self.act(self.transform(h)))
+
     def mlm_logits(self, h: torch.Tensor, word_embeddings: torch.Tensor) -> torch.Tensor:
         """Scores over the whole vocabulary V for each row of ``h`` ([..., H] -> [..., V])."""
-        h = self.transform_norm(self.act(self.transform(h)))
-        return F.linear(h, word_embeddings, self.predictions_bias)
+        return F.linear(self.transform_hidden(h), word_embeddings, self.predictions_bias)
+
+    def mlm_nll(self, h: torch.Tensor, word_embeddings: torch.Tensor, targets: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """-log P(x_i | x_\\M) and the arg-max for rows ``h`` [|M|, H], without materialising the
+        logits for autograd (``mlm_lib.loss.masked_nll``)."""
+        from mlm_lib.loss import masked_nll
+        return masked_nll(self.transform_hidden(h), word_embeddings, self.predictions_bias, targets)
 
 
 class BertForPreTraining(nn.Module):
@@ -374,7 +386,8 @@ class BertForPreTraining(nn.Module):
                 attention_mask: torch.Tensor | None = None,
                 masked_positions: torch.Tensor | None = None, output_attentions: bool = False,
                 output_hidden_states: bool = False,
-                last_layer_rows_only: bool = False) -> PreTrainingOutput:
+                last_layer_rows_only: bool = False,
+                mlm_targets: torch.Tensor | None = None) -> PreTrainingOutput:
         """With ``masked_positions`` (bool [B, T], the set M) the MLM logits are [|M|, V], one row per
         masked token in row-major order (the order of ``input_ids[masked_positions]``); without it
         they are [B, T, V], every position (the chapters use this to look at all predictions).
@@ -383,6 +396,11 @@ class BertForPreTraining(nn.Module):
         only the rows of M and [CLS], so the last layer computes only those rows (its keys and
         values still see every position). Same logits and gradients; ``last_hidden_state`` is then
         None. Ignored when hidden states or attentions are requested.
+
+        ``mlm_targets`` ([|M|], the original tokens of M in the same order, with
+        ``masked_positions``) is the other training fast path: the output then carries ``mlm_nll``
+        (-log P(x_i | x_\\M) per masked token) and ``mlm_predictions`` instead of the [|M|, V]
+        logits, computed by the fused ``mlm_lib.loss.masked_nll``.
         """
         if masked_positions is not None:
             if tuple(masked_positions.shape) != tuple(input_ids.shape):
@@ -402,10 +420,17 @@ class BertForPreTraining(nn.Module):
             h = h[rows]  # [|M|, H], still in row-major order of M
         elif masked_positions is not None:
             h = h[masked_positions]  # gather first: [|M|, H]
-        mlm = self.cls.mlm_logits(h, self.bert.embeddings.word_embeddings.weight)
+        decoder = self.bert.embeddings.word_embeddings.weight
         nsp = self.cls.seq_relationship(enc.pooled_output)
-        return PreTrainingOutput(mlm, nsp, None if shortcut else enc.last_hidden_state,
-                                 enc.pooled_output, enc.hidden_states, enc.attentions)
+        last = None if shortcut else enc.last_hidden_state
+        if mlm_targets is not None:
+            if masked_positions is None:
+                raise ValueError("mlm_targets needs masked_positions (the set M they belong to)")
+            nll, pred = self.cls.mlm_nll(h, decoder, mlm_targets)
+            return PreTrainingOutput(None, nsp, last, enc.pooled_output, enc.hidden_states,
+                                     enc.attentions, mlm_nll=nll, mlm_predictions=pred)
+        mlm = self.cls.mlm_logits(h, decoder)
+        return PreTrainingOutput(mlm, nsp, last, enc.pooled_output, enc.hidden_states, enc.attentions)
 
 
 def _last_layer_rows(masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -82,6 +82,7 @@ class TrainConfig:
     device: str = "auto"
     amp: bool = True
     compile: bool = False
+    fused_loss: bool = True  # mlm_lib.loss.masked_nll instead of logits + log-softmax (same numbers)
     threads: int | None = None
     progress: bool = True
 
@@ -613,14 +614,20 @@ def train(model: torch.nn.Module, tokenizer: Any, train_examples: Sequence[Any],
                  for k, v in rows.items()}
             sync = (m == cfg.grad_accum - 1) or not dist_info.enabled
             ctx = contextlib.nullcontext() if sync else train_net.no_sync()
+            target = b["labels"][b["masked"]]
             with ctx:
                 with _autocast(device, cfg.amp):
+                    # fast paths: the last layer computes only the rows of M and [CLS], and the
+                    # loss comes from the fused masked_nll (same numbers, no [|M|, V] logits kept)
                     out = train_net(b["input_ids"], token_type_ids=b["token_type_ids"],
                                     attention_mask=b["attention_mask"],
-                                    masked_positions=b["masked"])
-                target = b["labels"][b["masked"]]
-                logits = out.mlm_logits.float()
-                mlm_sum = mlm_loss_sum(logits, target)
+                                    masked_positions=b["masked"], last_layer_rows_only=True,
+                                    mlm_targets=target if cfg.fused_loss else None)
+                if cfg.fused_loss:
+                    mlm_sum, predictions = out.mlm_nll.sum(), out.mlm_predictions
+                else:
+                    logits = out.mlm_logits.float()
+                    mlm_sum, predictions = mlm_loss_sum(logits, target), logits.argmax(-1)
                 loss = mlm_sum * mlm_norm
                 if cfg.nsp:
                     nsp_sum = nsp_loss(out.nsp_logits, b["is_next"]) * b["is_next"].numel()
@@ -632,7 +639,7 @@ def train(model: torch.nn.Module, tokenizer: Any, train_examples: Sequence[Any],
             step_loss += loss.detach()
             with torch.no_grad():
                 acc["loss"] += float(mlm_sum)
-                acc["correct"] += int((logits.argmax(-1) == target).sum())
+                acc["correct"] += int((predictions == target).sum())
                 acc["masked"] += target.numel()
                 acc["tokens"] += int(b["attention_mask"].sum())
                 if cfg.nsp:

@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlm_lib.loss import (IGNORE, log_probs, mlm_loss, mlm_loss_sum, nsp_loss, pretraining_loss,
-                          target_log_probs)
+from mlm_lib.loss import (IGNORE, log_probs, masked_nll, mlm_loss, mlm_loss_sum, nsp_loss,
+                          pretraining_loss, target_log_probs)
 
 
 def full_layout(seed=0, B=2, T=6, V=11, p=0.4):
@@ -109,3 +109,54 @@ def test_matches_cross_entropy_sum(n, v, seed):
     expected = F.cross_entropy(logits, targets, reduction="sum")
     torch.testing.assert_close(mlm_loss_sum(logits, targets), expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(mlm_loss(logits, targets), expected / max(n, 1), atol=1e-5, rtol=1e-5)
+
+
+def _plain_nll(h, W, b, targets):
+    return -target_log_probs(F.linear(h, W, b), targets)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_masked_nll_gives_the_plain_numbers_and_gradients(dtype):
+    g = torch.Generator().manual_seed(0)
+    h = (torch.randn(9, 16, generator=g, dtype=dtype) * 2).requires_grad_()
+    W = torch.randn(50, 16, generator=g, dtype=dtype).requires_grad_()
+    b = torch.randn(50, generator=g, dtype=dtype).requires_grad_()
+    targets = torch.randint(0, 50, (9,), generator=g)
+    weights = torch.rand(9, generator=g, dtype=dtype)  # a non-uniform upstream gradient
+    grads = []
+    for fn in (_plain_nll, lambda *a: masked_nll(*a)[0]):
+        nll = fn(h, W, b, targets)
+        (nll * weights).sum().backward()
+        grads.append((nll.detach(), h.grad.clone(), W.grad.clone(), b.grad.clone()))
+        h.grad = W.grad = b.grad = None
+    tol = dict(atol=1e-5, rtol=1e-5, check_dtype=False)  # log_probs computes in fp32
+    for plain, fused in zip(*grads):
+        assert fused.dtype == dtype
+        torch.testing.assert_close(fused, plain, **tol)
+    _, pred = masked_nll(h, W, b, targets)
+    torch.testing.assert_close(pred, F.linear(h, W, b).argmax(-1))
+
+
+def test_masked_nll_is_stable_and_handles_an_empty_m():
+    h = torch.zeros(2, 4)
+    W = torch.zeros(6, 4)
+    b = torch.tensor([1000.0, 0, 0, 0, 0, -1000.0])  # would overflow a naive exp
+    nll, pred = masked_nll(h, W, b, torch.tensor([0, 5]))
+    assert torch.isfinite(nll).all() and nll[0].item() == pytest.approx(0.0, abs=1e-6)
+    assert nll[1].item() == pytest.approx(2000.0, rel=1e-6)
+    assert pred.tolist() == [0, 0]
+    h0 = torch.zeros(0, 4, requires_grad=True)
+    W0 = torch.randn(6, 4, requires_grad=True)
+    nll, _ = masked_nll(h0, W0, torch.zeros(6, requires_grad=True), torch.zeros(0, dtype=torch.long))
+    nll.sum().backward()
+    assert nll.shape == (0,) and W0.grad.abs().sum().item() == 0.0
+
+
+def test_masked_nll_rejects_bad_shapes_and_ids():
+    h, W, b = torch.zeros(3, 4), torch.zeros(6, 4), torch.zeros(6)
+    with pytest.raises(ValueError, match="targets must be token ids"):
+        masked_nll(h, W, b, torch.tensor([0, 1, 6]))
+    with pytest.raises(ValueError, match="hidden must be"):
+        masked_nll(h, W, b, torch.tensor([0, 1]))
+    with pytest.raises(ValueError, match="weight must be"):
+        masked_nll(h, torch.zeros(6, 5), b, torch.tensor([0, 1, 2]))

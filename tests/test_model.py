@@ -223,3 +223,28 @@ def test_last_layer_rows_only_gives_the_same_logits_and_gradients(train):
     out = model(ids, tt, am, masked_positions=masked, last_layer_rows_only=True,
                 output_hidden_states=True)
     assert out.last_hidden_state.shape == (3, 12, 32)
+
+
+@pytest.mark.parametrize("shortcut", [False, True])
+def test_mlm_targets_give_the_logits_numbers_and_gradients(shortcut):
+    model = BertForPreTraining(small(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
+                               seed=0)
+    ids, tt, am, masked = batch()
+    results = []
+    for fused in (False, True):
+        model.zero_grad()
+        out = model(ids, tt, am, masked_positions=masked, last_layer_rows_only=shortcut,
+                    mlm_targets=ids[masked] if fused else None)
+        loss = out.mlm_nll.mean() if fused else mlm_loss(out.mlm_logits, ids[masked])
+        loss.backward()
+        results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
+                                        if p.grad is not None}))
+    (plain, grads), (fused, fused_grads) = results
+    torch.testing.assert_close(fused, plain, atol=1e-6, rtol=1e-6)
+    assert grads.keys() == fused_grads.keys()
+    for name, g in grads.items():
+        torch.testing.assert_close(fused_grads[name], g, atol=1e-6, rtol=1e-5, msg=name)
+    out = model(ids, tt, am, masked_positions=masked, mlm_targets=ids[masked])
+    assert out.mlm_logits is None and out.mlm_predictions.shape == (int(masked.sum()),)
+    with pytest.raises(ValueError, match="mlm_targets needs masked_positions"):
+        model(ids, tt, am, mlm_targets=ids[masked])
