@@ -165,7 +165,8 @@ def cmd_train(a: argparse.Namespace) -> int:
             vocab = "".join(t + "\n" for t in data.tokenizer.ids_to_tokens).encode("utf-8")
             path = save_checkpoint(a.export, result.model, result.model.config.to_dict(), result.step,
                                    dtype=torch.float16, files={"vocab.txt": vocab},
-                                   extra={"train_config": cfg.to_dict(), "eval": result.eval or {}})
+                                   extra={"train_config": cfg.to_dict(), "eval": result.eval or {},
+                                          "history": result.history.records})
             size = sum(p.stat().st_size for p in path.iterdir()) / 1e6
             print(f"exported fp16 weights to {path} ({size:.1f} MB)")
     if dist_info.enabled:

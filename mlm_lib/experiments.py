@@ -72,21 +72,41 @@ class TinyRun:
 
 def train_tiny(mask_rate: float = 0.15, mask_prob: float = 0.8, random_prob: float = 0.1,
                keep_prob: float = 0.1, steps: int = 200, seed: int = 0,
-               data: PreparedData | None = None, **overrides: Any) -> TinyRun:
+               data: PreparedData | None = None, start_from: torch.nn.Module | None = None,
+               **overrides: Any) -> TinyRun:
     """Train a tiny BERT with one corruption recipe; everything else fixed and seeded.
 
     ``mask_rate`` is the share of tokens put in M; ``mask_prob``/``random_prob``/``keep_prob``
     split M into [MASK], random tokens and unchanged tokens (BERT: 0.8/0.1/0.1). Other
     :class:`TrainConfig` fields (``lr``, ``batch_size``, ``model``...) pass through ``overrides``.
+
+    ``start_from``: continue training a copy of this model (e.g. the book's model) instead of a
+    fresh one. A fresh BERT spends its first few hundred steps on the unigram plateau, where every
+    recipe looks the same; a trained one shows in a few hundred steps what a recipe does to it.
     """
+    import copy
+
     if steps < 1:
         raise ValueError(f"steps must be at least 1, got {steps}")
     overrides.setdefault("warmup_steps", min(20, steps))
+    if start_from is not None:
+        net = start_from.config
+        overrides.setdefault("model", {k: getattr(net, k) for k in TINY_MODEL})
+        overrides.setdefault("max_seq_length", net.max_position_embeddings)
     cfg = tiny_config(mask_rate=mask_rate, mask_prob=mask_prob, random_prob=random_prob,
                       keep_prob=keep_prob, max_steps=steps, seed=seed, **overrides)
     if data is None:
         data = tiny_data(cfg.max_seq_length, cfg.nsp)
-    model = build_model(cfg, data.tokenizer.vocab_size)
+    if start_from is not None:
+        if start_from.config.vocab_size != data.tokenizer.vocab_size:
+            raise ValueError(f"start_from has a vocabulary of {start_from.config.vocab_size}, the "
+                             f"data's tokenizer {data.tokenizer.vocab_size}")
+        if start_from.config.max_position_embeddings < cfg.max_seq_length:
+            raise ValueError(f"start_from reads at most {start_from.config.max_position_embeddings} "
+                             f"positions; max_seq_length is {cfg.max_seq_length}")
+        model = copy.deepcopy(start_from).float().train()
+    else:
+        model = build_model(cfg, data.tokenizer.vocab_size)
     result = train(model, data.tokenizer, data.train_examples, cfg)
     result.model.eval()
     return TinyRun(result.model, data.tokenizer, result.history, cfg, data)
@@ -181,13 +201,19 @@ class NextTokenRun:
 
 def train_next_token(causal: bool, steps: int = 150, seed: int = 0, seq_len: int = 32,
                      batch_size: int = 32, lr: float = 3e-3, data: PreparedData | None = None,
-                     log_every: int = 10) -> NextTokenRun:
+                     log_every: int = 10, start_from: torch.nn.Module | None = None
+                     ) -> NextTokenRun:
     """Train a tiny encoder to predict x_{i+1} at every position i (GPT's objective).
 
     With ``causal=False`` position i can attend to position i+1, which *is* the answer: the
     loss collapses because the model learns to copy, however small it is. With ``causal=True``
     it must guess from the left, as a language model has to at generation time.
+
+    ``start_from``: train a copy of this model (e.g. the book's) instead of a fresh tiny one. A
+    fresh one first has to discover word order, which takes longer than a chapter can wait.
     """
+    import copy
+
     from mlm_lib.loss import mlm_loss
     from mlm_lib.train import build_optimizer
 
@@ -197,9 +223,19 @@ def train_next_token(causal: bool, steps: int = 150, seed: int = 0, seq_len: int
     tok = data.tokenizer
     train_rows = token_windows(data.train_examples, tok.special_ids, seq_len)
     valid_rows = token_windows(data.valid_examples, tok.special_ids, seq_len)
-    # the same tiny model as the masked runs (sinusoidal start: word order is visible from step 0)
-    model = build_model(tiny_config(max_seq_length=seq_len, seed=seed,
-                                    position_init="sinusoidal"), tok.vocab_size)
+    if start_from is not None:
+        if start_from.config.max_position_embeddings < seq_len:
+            raise ValueError(f"start_from reads at most {start_from.config.max_position_embeddings} "
+                             f"positions; seq_len is {seq_len}")
+        if start_from.config.vocab_size != tok.vocab_size:
+            raise ValueError(f"start_from has a vocabulary of {start_from.config.vocab_size}, the "
+                             f"data's tokenizer {tok.vocab_size}")
+        model = copy.deepcopy(start_from).float()
+        torch.manual_seed(seed)
+    else:
+        # the same tiny model as the masked runs (sinusoidal start: word order visible from step 0)
+        model = build_model(tiny_config(max_seq_length=seq_len, seed=seed,
+                                        position_init="sinusoidal"), tok.vocab_size)
     opt = build_optimizer(model, lr)
     bias = attention_bias(seq_len, causal)
     g = torch.Generator().manual_seed(seed)

@@ -58,6 +58,23 @@ def test_runs_are_reproducible(data):
         assert torch.equal(p, q)
 
 
+def test_start_from_continues_a_copy_of_a_trained_model(data):
+    base = train_tiny(steps=30, data=data, max_seq_length=16, batch_size=8)
+    before = {n: p.clone() for n, p in base.model.named_parameters()}
+    more = train_tiny(steps=5, data=data, start_from=base.model, batch_size=8, lr=1e-3)
+    # the original is untouched, the copy has moved on from it (not from a fresh init)
+    for n, p in base.model.named_parameters():
+        assert torch.equal(p, before[n]), n
+    assert more.config.max_seq_length == 16 and more.config.model["hidden_size"] == 64
+    moved = max((p - before[n]).abs().max().item() for n, p in more.model.named_parameters())
+    assert 0 < moved < 0.05
+    wide = BertForPreTraining(BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=1,
+                                         num_attention_heads=2, intermediate_size=64,
+                                         max_position_embeddings=16))
+    with pytest.raises(ValueError, match="vocabulary"):
+        train_tiny(steps=2, data=data, start_from=wide)
+
+
 def test_corrupted_batches_follow_the_recipe(data):
     tok = data.tokenizer
     kept = corrupted_batches(data.valid_examples, tok, rate=0.5, mask_prob=0.0, keep_prob=1.0)

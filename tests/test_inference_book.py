@@ -22,7 +22,10 @@ def test_size_and_config_match_the_recipe():
         assert ck.config[key] == value, key
     assert ck.config["vocab_size"] == 8000
     assert ck.config["max_position_embeddings"] == cfg.max_seq_length
-    assert ck.extra["train_config"] == cfg.to_dict()
+    # everything that shapes the weights (the progress bar does not)
+    display = {"progress"}
+    stored = {k: v for k, v in ck.extra["train_config"].items() if k not in display}
+    assert stored == {k: v for k, v in cfg.to_dict().items() if k not in display}
     assert ck.step == cfg.max_steps
 
 
@@ -45,5 +48,14 @@ def test_beats_the_unigram_baseline_on_held_out_text():
     data = prepare_data(cfg, tokenizer=tok)
     batches = make_eval_batches(data.valid_examples, tok, 64, rate=0.15, seed=1234)
     r = evaluate(model, batches, "cpu", fit_baselines(data))
-    assert r["mlm_acc"] > r["unigram_acc"], r
-    assert 0.0 < r["nsp_loss"] < 5.0, r
+    # the recipe's point: more than frequencies (unigram) and more than one side (left bigram);
+    # it also beats the count of every (left, right) neighbour pair
+    assert r["mlm_acc"] > 3 * r["unigram_acc"], r
+    assert r["mlm_acc"] > r["left_bigram_acc"] and r["mlm_acc"] > r["both_neighbours_acc"], r
+
+
+def test_carries_its_training_history():
+    ck = load_checkpoint(BOOK_MODEL_DIR, weights_only=True)
+    steps = [rec["step"] for rec in ck.extra["history"] if rec["kind"] == "train"]
+    assert steps[0] > 0 and steps[-1] == book_train_config().max_steps
+    assert ck.extra["eval"]["mlm_acc"] > ck.extra["eval"]["both_neighbours_acc"]

@@ -192,7 +192,12 @@ def test_page(rel, server, browser):
                 broken.append(href)
     assert not broken, f"{rel}: broken internal links: {broken[:10]}"
 
-    # 5. Screenshots in both themes, for people to look at.
+    # 5. Every figure in the content says what it shows (alt text), logos and icons included.
+    no_alt = page.evaluate("""() => Array.from(document.querySelectorAll('main img, article img'))
+        .filter(i => !(i.getAttribute('alt') || '').trim()).map(i => i.src.slice(0, 80))""")
+    assert not no_alt, f"{rel}: images without alt text: {no_alt[:5]}"
+
+    # 6. Screenshots in both themes, for people to look at.
     SHOTS.mkdir(parents=True, exist_ok=True)
     name = rel.replace("/", "__").removesuffix(".html")
     page.screenshot(path=str(SHOTS / f"{name}-light.png"), full_page=True)
