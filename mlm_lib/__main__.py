@@ -22,7 +22,7 @@ TRAIN_FLAGS = {  # flag -> TrainConfig field
     "grad_accum": "grad_accum", "lr": "lr", "warmup_steps": "warmup_steps",
     "seq_len": "max_seq_length", "mask_rate": "mask_rate", "eval_every": "eval_every",
     "save_every": "save_every", "log_every": "log_every", "seed": "seed", "device": "device",
-    "threads": "threads", "weight_decay": "weight_decay",
+    "threads": "threads", "weight_decay": "weight_decay", "init_from": "init_from",
 }
 MODEL_FLAGS = {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads"}
 
@@ -40,11 +40,14 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--out", required=True, help="folder for checkpoints (step-XXXXXXXX/)")
     t.add_argument("--preset", default="mini",
                    help="model size: tiny (2x128), mini (4x256), small (4x512), base (12x768), "
-                        "or 'book' for the book's model recipe (default: mini)")
+                        "or 'book-32' then 'book' for the two stages of the book's model "
+                        "(default: mini)")
     t.add_argument("--config", type=Path, help="JSON file with training options (see TrainConfig)")
     t.add_argument("--corpus", nargs="+", default=["wikipedia"],
                    help="'wikipedia' (the embedded excerpt), 'lee', or text files (default: wikipedia)")
     t.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
+    t.add_argument("--init-from", help="start from this checkpoint's weights (a shorter position "
+                                       "table is extended)")
     t.add_argument("--export", type=Path,
                    help="also write a small fp16 weights-only copy with vocab.txt here (for inference)")
     t.add_argument("--max-steps", type=int, help="optimizer steps (the schedule decays to 0 there)")
@@ -93,10 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def train_config_from_args(a: argparse.Namespace):
     """Preset, then --config JSON, then flags: later wins."""
-    from mlm_lib.book_model import BOOK_RECIPE
+    from mlm_lib.book_model import BOOK_RECIPE, BOOK_RECIPE_32
     from mlm_lib.train import TrainConfig
 
-    values: dict[str, Any] = dict(BOOK_RECIPE) if a.preset == "book" else {"preset": a.preset}
+    recipes = {"book": BOOK_RECIPE, "book-32": BOOK_RECIPE_32}
+    values: dict[str, Any] = dict(recipes[a.preset]) if a.preset in recipes else {"preset": a.preset}
     values["model"] = dict(values.get("model", {}))
     if a.config:
         try:
@@ -163,10 +167,14 @@ def cmd_train(a: argparse.Namespace) -> int:
         print(f"checkpoint: {result.checkpoint}")
         if a.export:
             vocab = "".join(t + "\n" for t in data.tokenizer.ids_to_tokens).encode("utf-8")
+            extra = {"train_config": cfg.to_dict(), "eval": result.eval or {},
+                     "history": result.history.records}
+            if cfg.init_from:  # keep the curve of the run it continued (e.g. the short stage)
+                from mlm_lib.checkpoint import load_checkpoint
+                earlier = load_checkpoint(cfg.init_from, weights_only=True).extra
+                extra["earlier_history"] = earlier.get("history", [])
             path = save_checkpoint(a.export, result.model, result.model.config.to_dict(), result.step,
-                                   dtype=torch.float16, files={"vocab.txt": vocab},
-                                   extra={"train_config": cfg.to_dict(), "eval": result.eval or {},
-                                          "history": result.history.records})
+                                   dtype=torch.float16, files={"vocab.txt": vocab}, extra=extra)
             size = sum(p.stat().st_size for p in path.iterdir()) / 1e6
             print(f"exported fp16 weights to {path} ({size:.1f} MB)")
     if dist_info.enabled:

@@ -47,6 +47,7 @@ class TrainConfig:
     model: dict[str, Any] = field(default_factory=dict)
     position_init: str = "normal"  # or "sinusoidal": relative offsets are visible from step 0
     unigram_bias_init: bool = False  # start the MLM output bias at log P(token) of the train split
+    init_from: str | None = None  # start from this checkpoint's weights (continued pretraining)
     # data
     max_seq_length: int = 128
     short_seq_prob: float = 0.1
@@ -351,7 +352,43 @@ def build_model(cfg: TrainConfig, vocab_size: int) -> torch.nn.Module:
         table = model.bert.embeddings.position_embeddings.weight
         with torch.no_grad():
             table.copy_(sinusoidal_positions(*table.shape) * model.config.initializer_range / math.sqrt(0.5))
+    if cfg.init_from:
+        load_initial_weights(model, cfg.init_from)
     return model
+
+
+POSITIONS_KEY = "bert.embeddings.position_embeddings.weight"
+
+
+def load_initial_weights(model: torch.nn.Module, path: str | os.PathLike) -> None:
+    """Start ``model`` from a checkpoint's weights (continued pretraining), in place.
+
+    The checkpoint may have a *shorter* position table than the model: its rows fill the first
+    positions and the model's own initial rows stay for the rest. That is how BERT was trained:
+    90% of the steps on sequences of 128 tokens, which are cheap, then 10% on 512 to learn the
+    remaining positions. Any other difference in shape or names is a ValueError that lists it.
+    """
+    from mlm_lib.checkpoint import load_checkpoint
+
+    ck = load_checkpoint(path, weights_only=True)
+    own = model.state_dict()
+    sd = {k: v.to(own[k].dtype) if k in own and v.is_floating_point() else v
+          for k, v in ck.state_dict.items()}
+    if POSITIONS_KEY in sd and POSITIONS_KEY in own:
+        old, table = sd[POSITIONS_KEY], own[POSITIONS_KEY].clone()
+        if old.shape[0] > table.shape[0] or old.shape[1:] != table.shape[1:]:
+            raise ValueError(f"{path}: position table {tuple(old.shape)} does not fit the model's "
+                             f"{tuple(table.shape)}")
+        table[: old.shape[0]] = old
+        sd[POSITIONS_KEY] = table
+    wrong = [f"{k} {tuple(v.shape)} (model {tuple(own[k].shape)})" for k, v in sd.items()
+             if k in own and v.shape != own[k].shape]
+    missing = sorted(set(own) - set(sd))
+    unexpected = sorted(set(sd) - set(own))
+    if wrong or missing or unexpected:
+        raise ValueError(f"{path} does not fit the model: shapes {wrong[:5]}, missing {missing[:5]}, "
+                         f"unexpected {unexpected[:5]}")
+    model.load_state_dict(sd)
 
 
 def init_unigram_bias(model: torch.nn.Module, examples: Sequence[Any], tokenizer: Any) -> None:

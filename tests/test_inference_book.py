@@ -58,4 +58,7 @@ def test_carries_its_training_history():
     ck = load_checkpoint(BOOK_MODEL_DIR, weights_only=True)
     steps = [rec["step"] for rec in ck.extra["history"] if rec["kind"] == "train"]
     assert steps[0] > 0 and steps[-1] == book_train_config().max_steps
+    from mlm_lib.book_model import BOOK_RECIPE_32
+    earlier = [rec["step"] for rec in ck.extra["earlier_history"] if rec["kind"] == "train"]
+    assert earlier[-1] == BOOK_RECIPE_32["max_steps"]
     assert ck.extra["eval"]["mlm_acc"] > ck.extra["eval"]["both_neighbours_acc"]

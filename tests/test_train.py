@@ -200,3 +200,35 @@ def test_eval_batches_mask_only_with_mask_token(tok, examples):
     model = build_model(tiny_cfg(), tok.vocab_size)
     r = evaluate(model, batches)
     assert r["num_masked"] == sum(int(b["masked"].sum()) for b in batches)
+
+
+def test_init_from_extends_a_shorter_position_table(tmp_path):
+    from mlm_lib.checkpoint import save_checkpoint
+    from mlm_lib.train import POSITIONS_KEY, build_model
+
+    tiny = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2,
+            "intermediate_size": 64}
+    short = TrainConfig(preset="tiny", model=tiny, max_seq_length=16, seed=1)
+    src = build_model(short, 100)
+    with torch.no_grad():
+        for p in src.parameters():
+            p.add_(1.0)  # unmistakably not a fresh init
+    save_checkpoint(tmp_path / "short", src, src.config.to_dict(), 7)
+    long_cfg = TrainConfig(preset="tiny", model=tiny, max_seq_length=32, seed=1,
+                           position_init="sinusoidal", init_from=str(tmp_path / "short"))
+    fresh = build_model(TrainConfig(preset="tiny", model=tiny, max_seq_length=32, seed=1,
+                                    position_init="sinusoidal"), 100)
+    model = build_model(long_cfg, 100)
+    table = model.state_dict()[POSITIONS_KEY]
+    assert torch.equal(table[:16], src.state_dict()[POSITIONS_KEY])
+    assert torch.equal(table[16:], fresh.state_dict()[POSITIONS_KEY][16:])
+    for k, v in src.state_dict().items():
+        if k != POSITIONS_KEY:
+            assert torch.equal(model.state_dict()[k], v), k
+    wide = TrainConfig(preset="tiny", model={**tiny, "hidden_size": 64}, max_seq_length=32,
+                       init_from=str(tmp_path / "short"))
+    with pytest.raises(ValueError, match="does not fit"):
+        build_model(wide, 100)
+    shorter = TrainConfig(preset="tiny", model=tiny, max_seq_length=8, init_from=str(tmp_path / "short"))
+    with pytest.raises(ValueError, match="position table"):
+        build_model(shorter, 100)
