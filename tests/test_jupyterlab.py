@@ -74,7 +74,14 @@ def test_recall_widgets_work_in_a_reopened_notebook(lab):
         page.wait_for_selector(".jp-OutputArea-output .recall", timeout=60000)
         widgets = page.locator(".jp-OutputArea-output .recall")
         stored = NOTEBOOK.read_text().count('class=\\"recall recall-')
-        assert widgets.count() == stored > 0
+        assert stored > 0
+        # JupyterLab renders long notebooks lazily: scroll until every stored widget is drawn
+        deadline = time.time() + 60
+        while widgets.count() < stored and time.time() < deadline:
+            widgets.last.scroll_into_view_if_needed()
+            page.mouse.wheel(0, 3000)
+            page.wait_for_timeout(300)
+        assert widgets.count() == stored
         # math inside the widgets is typeset by JupyterLab's MathJax
         page.wait_for_selector(".recall mjx-container", timeout=30000)
         for k in range(widgets.count()):
