@@ -70,6 +70,16 @@ class TinyRun:
         return cols["step"], cols[key]
 
 
+def _check_start_from(model: torch.nn.Module, vocab_size: int, seq_len: int) -> None:
+    """A model to continue from must share the data's vocabulary and read its sequences."""
+    if model.config.vocab_size != vocab_size:
+        raise ValueError(f"start_from has a vocabulary of {model.config.vocab_size}, the "
+                         f"data's tokenizer {vocab_size}")
+    if model.config.max_position_embeddings < seq_len:
+        raise ValueError(f"start_from reads at most {model.config.max_position_embeddings} "
+                         f"positions; the sequences have {seq_len}")
+
+
 def train_tiny(mask_rate: float = 0.15, mask_prob: float = 0.8, random_prob: float = 0.1,
                keep_prob: float = 0.1, steps: int = 200, seed: int = 0,
                data: PreparedData | None = None, start_from: torch.nn.Module | None = None,
@@ -98,12 +108,7 @@ def train_tiny(mask_rate: float = 0.15, mask_prob: float = 0.8, random_prob: flo
     if data is None:
         data = tiny_data(cfg.max_seq_length, cfg.nsp)
     if start_from is not None:
-        if start_from.config.vocab_size != data.tokenizer.vocab_size:
-            raise ValueError(f"start_from has a vocabulary of {start_from.config.vocab_size}, the "
-                             f"data's tokenizer {data.tokenizer.vocab_size}")
-        if start_from.config.max_position_embeddings < cfg.max_seq_length:
-            raise ValueError(f"start_from reads at most {start_from.config.max_position_embeddings} "
-                             f"positions; max_seq_length is {cfg.max_seq_length}")
+        _check_start_from(start_from, data.tokenizer.vocab_size, cfg.max_seq_length)
         model = copy.deepcopy(start_from).float().train()
     else:
         model = build_model(cfg, data.tokenizer.vocab_size)
@@ -224,12 +229,7 @@ def train_next_token(causal: bool, steps: int = 150, seed: int = 0, seq_len: int
     train_rows = token_windows(data.train_examples, tok.special_ids, seq_len)
     valid_rows = token_windows(data.valid_examples, tok.special_ids, seq_len)
     if start_from is not None:
-        if start_from.config.max_position_embeddings < seq_len:
-            raise ValueError(f"start_from reads at most {start_from.config.max_position_embeddings} "
-                             f"positions; seq_len is {seq_len}")
-        if start_from.config.vocab_size != tok.vocab_size:
-            raise ValueError(f"start_from has a vocabulary of {start_from.config.vocab_size}, the "
-                             f"data's tokenizer {tok.vocab_size}")
+        _check_start_from(start_from, tok.vocab_size, seq_len)
         model = copy.deepcopy(start_from).float()
         torch.manual_seed(seed)
     else:
