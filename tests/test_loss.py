@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from mlm_lib.loss import (IGNORE, log_probs, masked_nll, mlm_loss, mlm_loss_sum, nsp_loss,
                           pretraining_loss, target_log_probs)
+from numerics import assert_same_function, tolerance
 
 
 def full_layout(seed=0, B=2, T=6, V=11, p=0.4):
@@ -107,8 +108,8 @@ def test_matches_cross_entropy_sum(n, v, seed):
     logits = torch.randn(n, v, generator=g) * 4
     targets = torch.randint(0, v, (n,), generator=g)
     expected = F.cross_entropy(logits, targets, reduction="sum")
-    torch.testing.assert_close(mlm_loss_sum(logits, targets), expected, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(mlm_loss(logits, targets), expected / max(n, 1), atol=1e-5, rtol=1e-5)
+    assert_same_function(mlm_loss_sum(logits, targets), expected)
+    assert_same_function(mlm_loss(logits, targets), expected / max(n, 1))
 
 
 def _plain_nll(h, W, b, targets):
@@ -129,12 +130,15 @@ def test_masked_nll_gives_the_plain_numbers_and_gradients(dtype):
         (nll * weights).sum().backward()
         grads.append((nll.detach(), h.grad.clone(), W.grad.clone(), b.grad.clone()))
         h.grad = W.grad = b.grad = None
-    tol = dict(atol=1e-5, rtol=1e-5, check_dtype=False)  # log_probs computes in fp32
     for plain, fused in zip(*grads):
         assert fused.dtype == dtype
-        torch.testing.assert_close(fused, plain, **tol)
+        # log_probs computes in fp32 whatever the input dtype, so fp32 rounding bounds both cases
+        assert_same_function(fused.float(), plain.float())
     _, pred = masked_nll(h, W, b, targets)
-    torch.testing.assert_close(pred, F.linear(h, W, b).argmax(-1))
+    scores = F.linear(h, W, b).detach()
+    top2 = scores.topk(2, dim=-1).values
+    decided = (top2[:, 0] - top2[:, 1]) > 2 * tolerance(scores)  # a near tie may go either way
+    assert torch.equal(pred[decided], scores.argmax(-1)[decided])
 
 
 def test_masked_nll_is_stable_and_handles_an_empty_m():

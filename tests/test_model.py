@@ -7,6 +7,7 @@ import torch
 from mlm_lib.device import autocast, make_grad_scaler, maybe_compile, pick_device
 from mlm_lib.loss import IGNORE, mlm_loss, mlm_loss_sum
 from mlm_lib.model import BertConfig, BertForPreTraining, BertModel, count_parameters
+from numerics import assert_same_function
 
 torch.set_num_threads(2)
 
@@ -83,10 +84,10 @@ def test_sdpa_and_explicit_paths_agree():
     fast = BertModel(small(use_sdpa=True), seed=1).eval()
     slow = BertModel(small(use_sdpa=False), seed=1).eval()
     a, b = fast(ids, tt, am), slow(ids, tt, am)
-    torch.testing.assert_close(a.last_hidden_state, b.last_hidden_state, atol=1e-5, rtol=1e-5)
+    assert_same_function(a.last_hidden_state, b.last_hidden_state, "SDPA vs explicit")
     # Asking for attentions uses the explicit path, whatever the flag says.
     c = fast(ids, tt, am, output_attentions=True)
-    torch.testing.assert_close(c.last_hidden_state, a.last_hidden_state, atol=1e-5, rtol=1e-5)
+    assert_same_function(c.last_hidden_state, a.last_hidden_state, "with attentions")
 
 
 @pytest.mark.parametrize("use_sdpa", [True, False])
@@ -103,7 +104,7 @@ def test_padding_does_not_change_real_tokens():
     ids, tt, am, _ = batch()
     short = model(ids[1:2, :8], tt[1:2, :8], am[1:2, :8]).last_hidden_state
     padded = model(ids[1:2], tt[1:2], am[1:2]).last_hidden_state[:, :8]
-    torch.testing.assert_close(short, padded, atol=1e-5, rtol=1e-5)
+    assert_same_function(short, padded, "padding")
 
 
 def test_masked_only_equals_full_position():
@@ -112,11 +113,11 @@ def test_masked_only_equals_full_position():
     full = model(ids, tt, am).mlm_logits
     only = model(ids, tt, am, masked_positions=masked).mlm_logits
     assert only.shape == (int(masked.sum()), 97)
-    torch.testing.assert_close(only, full[masked], atol=1e-5, rtol=1e-5)
+    assert_same_function(only, full[masked], "masked rows")
     targets = torch.randint(0, 97, ids.shape, generator=torch.Generator().manual_seed(3))
     labels = torch.where(masked, targets, torch.full_like(targets, IGNORE))
-    torch.testing.assert_close(mlm_loss_sum(only, targets[masked]), mlm_loss_sum(full, labels))
-    torch.testing.assert_close(mlm_loss(only, targets[masked]), mlm_loss(full, labels))
+    assert_same_function(mlm_loss_sum(only, targets[masked]), mlm_loss_sum(full, labels))
+    assert_same_function(mlm_loss(only, targets[masked]), mlm_loss(full, labels))
 
 
 def test_empty_m_gives_zero_loss_and_zero_grads():
@@ -215,10 +216,10 @@ def test_last_layer_rows_only_gives_the_same_logits_and_gradients(train):
         results.append((out, {n: p.grad.clone() for n, p in model.named_parameters()}))
     (full, grads), (short, short_grads) = results
     assert short.last_hidden_state is None
-    torch.testing.assert_close(short.mlm_logits, full.mlm_logits, atol=1e-5, rtol=1e-5)
-    torch.testing.assert_close(short.nsp_logits, full.nsp_logits, atol=1e-5, rtol=1e-5)
+    assert_same_function(short.mlm_logits, full.mlm_logits, "mlm logits")
+    assert_same_function(short.nsp_logits, full.nsp_logits, "nsp logits")
     for name, g in grads.items():
-        torch.testing.assert_close(short_grads[name], g, atol=1e-5, rtol=1e-4, msg=name)
+        assert_same_function(short_grads[name], g, name)
     # Asking for hidden states turns the shortcut off rather than returning a partial last layer.
     out = model(ids, tt, am, masked_positions=masked, last_layer_rows_only=True,
                 output_hidden_states=True)
@@ -240,10 +241,10 @@ def test_mlm_targets_give_the_logits_numbers_and_gradients(shortcut):
         results.append((loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
                                         if p.grad is not None}))
     (plain, grads), (fused, fused_grads) = results
-    torch.testing.assert_close(fused, plain, atol=1e-6, rtol=1e-6)
+    assert_same_function(fused, plain, "loss")
     assert grads.keys() == fused_grads.keys()
     for name, g in grads.items():
-        torch.testing.assert_close(fused_grads[name], g, atol=1e-6, rtol=1e-5, msg=name)
+        assert_same_function(fused_grads[name], g, name)
     out = model(ids, tt, am, masked_positions=masked, mlm_targets=ids[masked])
     assert out.mlm_logits is None and out.mlm_predictions.shape == (int(masked.sum()),)
     with pytest.raises(ValueError, match="mlm_targets needs masked_positions"):
