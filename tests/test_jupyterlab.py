@@ -21,7 +21,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "00_how_to_read.ipynb"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = (os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+            or "/usr/bin/chromium")
 TOKEN = "fill-in-the-blank-test"
 
 sync_api = pytest.importorskip("playwright.sync_api")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import re
 import shutil
 import threading
@@ -22,7 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 SITE = ROOT / "_build" / "html"
 SHOTS = ROOT / "_build" / "screenshots"
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = (os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+            or "/usr/bin/chromium")
 SKIP_PAGES = {"genindex.html", "search.html"}
 
 sync_api = pytest.importorskip("playwright.sync_api")

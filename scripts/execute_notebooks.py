@@ -1,0 +1,97 @@
+"""Execute the book's chapters in place and stamp each with what it was executed against.
+
+The site renders the outputs committed in `notebooks/` (it executes nothing), and nbval re-executes
+every chapter in `make test` to prove that the checked outputs are what the current code prints.
+This script is how an author refreshes those outputs after changing a chapter or the library:
+
+    make execute                      # every chapter
+    make execute NB=notebooks/07_inside_bert.ipynb
+
+Each executed notebook gets `metadata.fill_in_the_blank.executed`: a hash of its code cells and
+a hash of every `mlm_lib` file the kernel imported (plus the library's assets: the book's model
+and vocabulary). `tests/test_notebooks.py` recomputes both and fails when a chapter's outputs are
+older than its code or than the library under it, so the site can never show stale outputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+LIBRARY = ROOT / "mlm_lib"
+STAMP_KEY = "fill_in_the_blank"
+# A stall (a lost kernel reply) should cost a minute or two, not five: the longest cell of any
+# chapter takes under 60 s on 2 cores (the timing summary of `make test` shows each chapter).
+CELL_TIMEOUT_S = 120
+# Run after the chapter, in its kernel, then removed: which mlm_lib modules did it import?
+PROBE = ("import sys as _s, json as _j\n"
+         "print(_j.dumps(sorted(getattr(m, '__file__', None) or '' for n, m in list(_s.modules.items())"
+         " if n == 'mlm_lib' or n.startswith('mlm_lib.'))))")
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def code_hash(nb: nbformat.NotebookNode) -> str:
+    """The hash of a notebook's code cells, in order: what its outputs depend on."""
+    sources = [c.source for c in nb.cells if c.cell_type == "code"]
+    return sha256_bytes(json.dumps(sources).encode())
+
+
+def asset_files() -> list[Path]:
+    return sorted(p for p in (LIBRARY / "assets").rglob("*") if p.is_file())
+
+
+def file_hashes(paths: list[Path]) -> dict[str, str]:
+    return {p.relative_to(ROOT).as_posix(): sha256_bytes(p.read_bytes()) for p in sorted(set(paths))}
+
+
+def execute(path: Path, timeout: int = CELL_TIMEOUT_S) -> float:
+    """Execute one notebook in place (outputs, widget state, stamp); return the seconds taken."""
+    nb = nbformat.read(path, as_version=4)
+    n_cells = len(nb.cells)
+    nb.cells.append(nbformat.v4.new_code_cell(PROBE))
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+                            resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    probe = nb.cells.pop()
+    assert len(nb.cells) == n_cells
+    modules = [Path(f) for f in json.loads(probe.outputs[0]["text"]) if f]
+    outside = [m for m in modules if LIBRARY not in m.resolve().parents]
+    if outside:
+        raise SystemExit(f"{path.name} imported mlm_lib from {outside[0]}, not from this checkout: "
+                         "install it with `pip install -e .`")
+    nb.metadata[STAMP_KEY] = {"executed": {
+        "code_sha256": code_hash(nb),
+        "library_sha256": file_hashes([m.resolve() for m in modules] + asset_files()),
+    }}
+    nbformat.write(nb, path)
+    return seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", type=Path,
+                        help="notebooks to execute (default: every chapter in notebooks/)")
+    parser.add_argument("--timeout", type=int, default=CELL_TIMEOUT_S, help="seconds per cell")
+    args = parser.parse_args(argv)
+    paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+    for path in paths:
+        seconds = execute(path.resolve(), args.timeout)
+        print(f"{path.name}: executed in {seconds:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

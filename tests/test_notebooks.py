@@ -1,0 +1,103 @@
+"""The committed chapters are what the site shows, so they must be complete and current.
+
+The site renders the outputs stored in `notebooks/` and executes nothing; nbval re-executes every
+chapter and compares the checked cells. This test closes the gap between the two: every chapter is
+fully executed, in order, without errors, with the widget state its outputs need, and no older
+than its own code or the library files it imported (`scripts/execute_notebooks.py` stamps both).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+FIX = "re-execute it: make execute NB={}"
+
+_spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
+execute_notebooks = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(execute_notebooks)
+
+
+def check(nb: nbformat.NotebookNode, path: Path) -> list[str]:
+    """Every reason this notebook's stored outputs cannot be trusted (empty when they can)."""
+    problems = []
+    name = path.relative_to(ROOT).as_posix()
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    counts = [c.get("execution_count") for c in code]
+    if counts != list(range(1, len(code) + 1)):
+        problems.append(f"{name}: not executed top to bottom in one kernel (execution counts {counts})")
+    for c in code:
+        for out in c.get("outputs", []):
+            if out.get("output_type") == "error":
+                problems.append(f"{name}: cell {c.get('execution_count')} stored an error ({out.get('ename')})")
+    views = {out["data"][WIDGET_VIEW]["model_id"] for c in code for out in c.get("outputs", [])
+             if WIDGET_VIEW in out.get("data", {})}
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    missing = sorted(views - set(state))
+    if missing:
+        problems.append(f"{name}: {len(missing)} widget view(s) without saved widget state "
+                        f"(the site would draw nothing), e.g. {missing[0]}")
+    stamp = nb.metadata.get(execute_notebooks.STAMP_KEY, {}).get("executed")
+    if not stamp:
+        problems.append(f"{name}: no execution stamp; {FIX.format(name)}")
+        return problems
+    if stamp["code_sha256"] != execute_notebooks.code_hash(nb):
+        problems.append(f"{name}: a code cell changed since it was executed; {FIX.format(name)}")
+    for rel, digest in stamp["library_sha256"].items():
+        file = ROOT / rel
+        if not file.is_file():
+            problems.append(f"{name}: executed against {rel}, which no longer exists; {FIX.format(name)}")
+        elif execute_notebooks.sha256_bytes(file.read_bytes()) != digest:
+            problems.append(f"{name}: older than {rel}, which changed since; {FIX.format(name)}")
+    for asset in execute_notebooks.asset_files():
+        rel = asset.relative_to(ROOT).as_posix()
+        if rel not in stamp["library_sha256"]:
+            problems.append(f"{name}: executed before {rel} existed; {FIX.format(name)}")
+    return problems
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_committed_notebook_is_complete_and_current(path):
+    problems = check(nbformat.read(path, as_version=4), path)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_check_catches_each_kind_of_staleness(tmp_path):
+    """Plant each fault in a copy of a committed chapter and see the check name it."""
+    path = NOTEBOOKS[0]
+    good = nbformat.read(path, as_version=4)
+    assert check(good, path) == []
+
+    def fault(edit):
+        nb = nbformat.reads(nbformat.writes(good), as_version=4)  # a deep copy
+        edit(nb)
+        return " ".join(check(nb, path))
+
+    code = [i for i, c in enumerate(good.cells) if c.cell_type == "code"]
+    assert "changed since it was executed" in fault(lambda nb: nb.cells[code[0]].__setitem__(
+        "source", nb.cells[code[0]].source + "\n# edited"))
+    assert "not executed top to bottom" in fault(lambda nb: nb.cells[code[-1]].__setitem__(
+        "execution_count", None))
+    assert "no execution stamp" in fault(lambda nb: nb.metadata.pop(execute_notebooks.STAMP_KEY))
+
+    def older_library(nb):
+        lib = nb.metadata[execute_notebooks.STAMP_KEY]["executed"]["library_sha256"]
+        lib[next(k for k in lib if k.endswith(".py"))] = "0" * 64
+    assert "older than mlm_lib/" in fault(older_library)
+
+    def no_widget_state(nb):
+        nb.metadata.pop("widgets", None)
+    if any(WIDGET_VIEW in o.get("data", {}) for c in good.cells for o in c.get("outputs", [])):
+        assert "without saved widget state" in fault(no_widget_state)
+
+    def an_error(nb):
+        nb.cells[code[0]].outputs.append(nbformat.v4.new_output("error", ename="ValueError",
+                                                                 evalue="x", traceback=[]))
+    assert "stored an error" in fault(an_error)
