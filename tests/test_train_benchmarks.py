@@ -40,3 +40,10 @@ def test_bench_quality_short_run_prints_the_figure(capsys):
     out = capsys.readouterr().out.strip().splitlines()
     assert out[-1] == f"accuracy_over_unigram: {ratio:.2f}"
     assert any(line.startswith("both-neighbours baseline:") for line in out)
+
+
+def test_execution_soak_flags_a_stalled_cell_even_with_two_rounds():
+    soak = _load("execution_soak")
+    cell = ("03_the_log.ipynb", "Cell 6")
+    assert soak.find_stalls({cell: [1.4, 1.9], ("x", "tiny"): [0.01, 0.9]}) == []
+    assert soak.find_stalls({cell: [1.4, 120.0]}) == [(cell, 120.0, 1.4)]
