@@ -1,6 +1,7 @@
 # Fill in the Blank: one entry point for the book and its library.
-#   make book   set up everything, then build the site (executing every chapter) into _build/html
-#   make test   set up everything, then run every test (library, notebooks, site build, browser)
+#   make book     set up everything, then build the site from the chapters' committed outputs
+#   make test     set up everything, then run every test (site build, browser, library, notebooks)
+#   make execute  re-execute the chapters in place after changing them or the library (authors)
 # Both work on a fresh clone: they create .venv, install torch==2.13.0 first, then the rest.
 
 SHELL := /bin/bash
@@ -14,7 +15,8 @@ VENDOR := book/vendor
 # Linux machine (the public default there is the multi-GB CUDA build), e.g. in the CI workflows.
 TORCH_INDEX_URL ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-# One thread per core on the 2-core reference machine; fixed so printed numbers do not drift.
+# One thread per core on the 2-core reference machine. Checked outputs must not depend on it (they
+# are verified with 1 thread and with AVX2 kernels; see the README), but timings do.
 export OMP_NUM_THREADS ?= 2
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
