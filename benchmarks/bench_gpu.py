@@ -24,7 +24,7 @@ import torch  # noqa: E402
 
 from mlm_lib.device import autocast, make_grad_scaler  # noqa: E402
 from mlm_lib.model import BertConfig, BertForPreTraining  # noqa: E402
-from mlm_lib.train import build_optimizer  # noqa: E402
+from mlm_lib.optim import build_optimizer  # noqa: E402
 
 # Dense bf16 tensor-core peaks (TFLOP/s, no sparsity) from the vendors' data sheets.
 PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "L4": 121.0,
@@ -64,8 +64,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     a = p.parse_args(argv)
 
     if a.tiny:
-        cfg = BertConfig.preset("tiny", hidden_size=64, num_attention_heads=2, intermediate_size=256,
-                                vocab_size=1000, max_position_embeddings=32)
+        cfg = BertConfig.preset("micro", vocab_size=1000, max_position_embeddings=32)
         a.seq, a.batch, a.steps, a.warmup = 32, 4, min(a.steps, 5), min(a.warmup, 1)
         device = torch.device(a.device or "cpu")
         torch.set_num_threads(min(2, torch.get_num_threads()))

@@ -22,12 +22,12 @@ noisy; alternating single steps and taking medians keeps the comparison fair but
   with dropout, CPU SDPA falls back to its math kernel, so it is close to the explicit path.
 - With 1 thread (less sensitive to the load than 2 threads waiting on each other), medians of
   alternating steps: transformers 292-303 tokens/s, mlm_lib with the above 842-889 (2.9-3.0x).
-- last_layer_rows_only (the last layer computes only the rows of M and [CLS]; same logits and
+- The last layer on the rows of M and [CLS] only (``mlm_lib.fast_paths``; the last layer computes only the rows of M and [CLS]; same logits and
   gradients): 969 tokens/s in the same run, 3.2x.
 - With 2 threads at load average ~10, the same code gave only 2.25x: threads that wait on each
   other at every op suffer more in the model with smaller ops. Run it on a quiet machine.
 - Before the next change, on a nearly idle machine: 1,011 against 2,796 tokens/s, 2.77x.
-- The fused loss, ``mlm_targets=`` (``mlm_lib.loss.masked_nll``): a profile showed the [304, 30522]
+- The fused loss (``mlm_lib.loss.masked_nll``, used by ``mlm_lib.fast_paths.FastPretraining``): a profile showed the [304, 30522]
   scores costing ~40% of a step even after the masked-only gather: the projection, log-softmax,
   NLL's zero-filled gradient, their backward and copies each made a pass over 9.3M floats. The
   fused function computes the scores as [V, |M|] (35% faster for this product on this CPU), takes
@@ -42,6 +42,7 @@ noisy; alternating single steps and taking medians keeps the comparison fair but
 from __future__ import annotations
 
 import argparse
+import copy
 import os
 import statistics
 import tempfile
@@ -51,8 +52,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
+from mlm_lib.fast_paths import FastPretraining  # noqa: E402
 from mlm_lib.hf import load_hf_bert  # noqa: E402
-from mlm_lib.loss import IGNORE, nsp_loss  # noqa: E402
+from mlm_lib.loss import mlm_loss, nsp_loss  # noqa: E402
+from mlm_lib.masking import IGNORE_INDEX  # noqa: E402
 
 B, T, V = 16, 128, 30522
 SIZES = dict(vocab_size=V, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
@@ -71,7 +74,7 @@ def make_batch(seed: int = 0) -> dict[str, torch.Tensor]:
     scores = torch.rand(B, T, generator=g).masked_fill(special, 2.0)
     k = round(0.15 * T)
     masked = torch.zeros(B, T, dtype=torch.bool).scatter(1, scores.topk(k, largest=False).indices, True)
-    labels = torch.where(masked, ids, torch.full_like(ids, IGNORE))
+    labels = torch.where(masked, ids, torch.full_like(ids, IGNORE_INDEX))
     corrupted = ids.masked_fill(masked, 103)  # [MASK]
     is_next = torch.randint(0, 2, (B,), generator=g)
     return dict(input_ids=corrupted, token_type_ids=token_type_ids,
@@ -100,19 +103,27 @@ def main() -> None:
                   attention_mask=batch["attention_mask"], labels=batch["labels"],
                   next_sentence_label=1 - batch["is_next"]).loss
 
-    def our_loss() -> torch.Tensor:
-        targets = batch["labels"][masked]
-        out = ours(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
-                   masked_positions=masked, last_layer_rows_only=True, mlm_targets=targets)
+    targets = batch["labels"][masked]
+    fast = FastPretraining(ours)
+    plain = copy.deepcopy(ours)
+
+    def our_loss() -> torch.Tensor:  # the training path: mlm_lib.fast_paths
+        out = fast(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], masked,
+                   targets)
         return out.mlm_nll.mean() + nsp_loss(out.nsp_logits, batch["is_next"])
 
-    hf.eval(), ours.eval()
+    def plain_loss() -> torch.Tensor:  # the plain path the chapters print
+        out = plain(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                    masked_positions=masked)
+        return mlm_loss(out.mlm_logits, targets) + nsp_loss(out.nsp_logits, batch["is_next"])
+
+    hf.eval(), ours.eval(), plain.eval()
     with torch.no_grad():
         a, b = hf_loss().item(), our_loss().item()
     print(f"same weights, same batch: transformers loss {a:.6f}, mlm_lib loss {b:.6f}")
     if abs(a - b) > 1e-4:
         raise SystemExit(f"losses differ by {abs(a - b):.2e}: the comparison would not be fair")
-    hf.train(), ours.train()
+    hf.train(), ours.train(), plain.train()
 
     def stepper(model: torch.nn.Module, loss_fn):
         # Same optimizer settings on both sides.
@@ -124,7 +135,8 @@ def main() -> None:
             opt.zero_grad(set_to_none=True)
         return step
 
-    runs = {"transformers": stepper(hf, hf_loss), "mlm_lib": stepper(ours, our_loss)}
+    runs = {"transformers": stepper(hf, hf_loss), "mlm_lib": stepper(ours, our_loss),
+            "mlm_lib plain path": stepper(plain, plain_loss)}
     times: dict[str, list[float]] = {name: [] for name in runs}
     cpu: dict[str, list[float]] = {name: [] for name in runs}
     for step in runs.values():  # warm-up: allocator, optimizer state
@@ -143,6 +155,8 @@ def main() -> None:
         per_cpu_s = B * T / statistics.median(cpu[name])
         print(f"{name}: {r:,.0f} tokens/s (median of {args.rounds} steps; "
               f"{per_cpu_s:,.0f} tokens per CPU second)")
+    print(f"plain path (masked-only logits, no fast paths): "
+          f"{rate['mlm_lib plain path'] / rate['transformers']:.2f}x transformers")
     print(f"speedup: {rate['mlm_lib'] / rate['transformers']:.2f}")
 
 

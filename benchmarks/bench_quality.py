@@ -45,15 +45,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from mlm_lib.train import (TrainConfig, build_model, evaluate, fit_baselines,  # noqa: E402
-                           make_eval_batches, prepare_data, train)
+from mlm_lib.batches import masked_batches  # noqa: E402
+from mlm_lib.init import build_model  # noqa: E402
+from mlm_lib.masking import Corruption  # noqa: E402
+from mlm_lib.model import count_parameters  # noqa: E402
+from mlm_lib.pretraining import fit_baselines, prepare_data  # noqa: E402
+from mlm_lib.train import TrainConfig, evaluate_mlm, train  # noqa: E402
 
 BENCH = dict(preset="tiny", model={"hidden_size": 128, "num_attention_heads": 2,
                                    "intermediate_size": 512, "num_hidden_layers": 2,
                                    "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0,
                                    "initializer_range": 0.1},
-             max_seq_length=32, short_seq_prob=0.0, nsp=False, mask_rate=0.15, mask_prob=0.8,
-             random_prob=0.1, keep_prob=0.1, batch_size=128, position_init="sinusoidal",
+             max_seq_length=32, short_seq_prob=0.0, nsp=False, corruption=Corruption(), batch_size=128, position_init="sinusoidal",
              lr=3e-3, warmup_steps=30, max_steps=10**9, time_budget_s=300.0,
              unigram_bias_init=True, weight_decay=0.01, clip_grad_norm=1.0, log_every=25,
              eval_every=0, seed=0, device="cpu", amp=False, threads=2)
@@ -90,7 +93,7 @@ def main(argv: list[str] | None = None) -> float:
     if a.hidden:
         cfg["model"].update(hidden_size=a.hidden, intermediate_size=4 * a.hidden)
     for key, name in (("seq", "max_seq_length"), ("batch", "batch_size"), ("lr", "lr"),
-                      ("warmup", "warmup_steps"), ("mask_rate", "mask_rate")):
+                      ("warmup", "warmup_steps")):
         if getattr(a, key) is not None:
             cfg[name] = getattr(a, key)
     if a.nsp is not None:
@@ -105,9 +108,11 @@ def main(argv: list[str] | None = None) -> float:
         cfg["beta2"] = a.beta2
     if a.wd is not None:
         cfg["weight_decay"] = a.wd
-    if a.mask_prob is not None:
-        rest = (1.0 - a.mask_prob) / 2
-        cfg.update(mask_prob=a.mask_prob, random_prob=rest, keep_prob=1.0 - a.mask_prob - rest)
+    if a.mask_rate is not None or a.mask_prob is not None:
+        mask = 0.8 if a.mask_prob is None else a.mask_prob
+        rest = (1.0 - mask) / 2
+        cfg["corruption"] = Corruption(select=0.15 if a.mask_rate is None else a.mask_rate,
+                                       mask=mask, random=rest, keep=1.0 - mask - rest)
     config = TrainConfig(**cfg)
     torch.set_num_threads(config.threads)
 
@@ -117,17 +122,17 @@ def main(argv: list[str] | None = None) -> float:
     print(f"data: {len(data.train_examples)} training sequences, {len(data.valid_examples)} held-out "
           f"(prepared in {time.perf_counter() - t0:.1f} s, not counted)", flush=True)
     model = build_model(config, data.tokenizer.vocab_size)
-    n_params = sum(p.numel() for p in model.parameters())
+    n_params = count_parameters(model)
     print(f"model: {config.model} ({n_params / 1e6:.2f} M parameters); config: "
           f"seq {config.max_seq_length}, batch {config.batch_size}, lr {config.lr}, "
-          f"mask rate {config.mask_rate}, nsp {config.nsp}, threads {config.threads}", flush=True)
+          f"mask rate {config.corruption.select}, nsp {config.nsp}, threads {config.threads}", flush=True)
     result = train(model, data.tokenizer, data.train_examples, config)
     last = result.history.last("train") or {}
     print(f"trained {result.step} steps in {result.elapsed:.1f} s "
           f"(last {last.get('tokens_per_s', 0):.0f} tokens/s)", flush=True)
 
-    batches = make_eval_batches(data.valid_examples, data.tokenizer, 64, rate=0.15, seed=1234)
-    res = evaluate(result.model, batches, "cpu", baselines)
+    batches = masked_batches(data.valid_examples, data.tokenizer)
+    res = evaluate_mlm(result.model, batches, nsp=False, baselines=baselines)
     uni = res["unigram_acc"]
     print(f"held-out masked positions: {res['num_masked']}")
     print(f"unigram baseline:          {uni:.4f}")

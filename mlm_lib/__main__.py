@@ -12,19 +12,52 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
-TRAIN_FLAGS = {  # flag -> TrainConfig field
-    "max_steps": "max_steps", "time_budget": "time_budget_s", "batch_size": "batch_size",
-    "grad_accum": "grad_accum", "lr": "lr", "warmup_steps": "warmup_steps",
-    "seq_len": "max_seq_length", "mask_rate": "mask_rate", "eval_every": "eval_every",
-    "save_every": "save_every", "log_every": "log_every", "seed": "seed", "device": "device",
-    "threads": "threads", "weight_decay": "weight_decay", "init_from": "init_from",
-}
-MODEL_FLAGS = {"layers": "num_hidden_layers", "hidden": "hidden_size", "heads": "num_attention_heads"}
+import torch
+import torch.distributed as dist
+
+from mlm_lib.batches import masked_batches
+from mlm_lib.book_model import BOOK_MODEL_DIR, BOOK_RECIPE, BOOK_RECIPE_32
+from mlm_lib.checkpoint import load_checkpoint, save_checkpoint
+from mlm_lib.device import init_distributed, resolve_device
+from mlm_lib.inference import fill_mask, load_model
+from mlm_lib.init import build_model
+from mlm_lib.masking import BERT_CORRUPTION, Corruption
+from mlm_lib.model import BertConfig
+from mlm_lib.pretraining import fit_baselines, prepare_data
+from mlm_lib.tokenizer import checkpoint_tokenizer
+from mlm_lib.train import TrainConfig, default_log, evaluate_mlm, train
+
+# The training flags that set one field: flag, type, the TrainConfig field, help.
+TRAIN_OPTIONS = [
+    ("--max-steps", int, "max_steps", "optimizer steps (the schedule decays to 0 there)"),
+    ("--time-budget", float, "time_budget_s", "stop after this many training seconds"),
+    ("--batch-size", int, "batch_size", "global batch, in sequences per optimizer step"),
+    ("--grad-accum", int, "grad_accum", "micro-batches per step (same result, less memory)"),
+    ("--lr", float, "lr", "peak learning rate"),
+    ("--warmup-steps", int, "warmup_steps", "steps of linear warm-up"),
+    ("--weight-decay", float, "weight_decay", "AdamW weight decay of the weight matrices"),
+    ("--seq-len", int, "max_seq_length", "max tokens per sequence, [CLS] and [SEP] included"),
+    ("--eval-every", int, "eval_every", "evaluate every N steps (default: at the end)"),
+    ("--save-every", int, "save_every", "save a checkpoint every N steps (default: at the end)"),
+    ("--log-every", int, "log_every", "a log line every N steps"),
+    ("--seed", int, "seed", "seed of the weights, data order, masks and dropout"),
+    ("--device", str, "device", "auto (default), cpu, cuda, cuda:1, mps"),
+    ("--threads", int, "threads", "CPU threads for torch"),
+    ("--init-from", str, "init_from", "start from this checkpoint's weights (a shorter position "
+                                      "table is extended)"),
+]
+# The same for the model's size: flag, BertConfig field, help.
+MODEL_OPTIONS = [
+    ("--layers", "num_hidden_layers", "number of layers L"),
+    ("--hidden", "hidden_size", "hidden size H (feed-forward 4H)"),
+    ("--heads", "num_attention_heads", "attention heads A"),
+]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,47 +66,40 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train and query small BERT models (masked language modelling).",
         epilog="Run `python -m mlm_lib COMMAND --help` for the options of one command.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_train_command(sub)
+    add_query_commands(sub)
+    return p
 
+
+def add_train_command(sub: Any) -> None:
     t = sub.add_parser("train", help="pretrain a BERT from scratch (MLM, optionally NSP)",
                        description="Pretrain a BERT on a corpus. Options come from --preset, then "
                                    "--config (a JSON file of training options), then the flags.")
     t.add_argument("--out", required=True, help="folder for checkpoints (step-XXXXXXXX/)")
     t.add_argument("--preset", default="mini",
-                   help="model size: tiny (2x128), mini (4x256), small (4x512), base (12x768), "
-                        "or 'book-32' then 'book' for the two stages of the book's model "
-                        "(default: mini)")
+                   help="model size: " + ", ".join(f"{name} ({size[0]}x{size[1]})" for name, size
+                                                   in BertConfig.PRESETS.items())
+                        + ", or 'book-32' then 'book' for the two stages of the book's model "
+                          "(default: mini)")
     t.add_argument("--config", type=Path, help="JSON file with training options (see TrainConfig)")
     t.add_argument("--corpus", nargs="+", default=["wikipedia"],
                    help="'wikipedia' (the embedded excerpt), 'lee', or text files (default: wikipedia)")
     t.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
-    t.add_argument("--init-from", help="start from this checkpoint's weights (a shorter position "
-                                       "table is extended)")
     t.add_argument("--export", type=Path,
                    help="also write a small fp16 weights-only copy with vocab.txt here (for inference)")
-    t.add_argument("--max-steps", type=int, help="optimizer steps (the schedule decays to 0 there)")
-    t.add_argument("--time-budget", type=float, help="stop after this many training seconds")
-    t.add_argument("--batch-size", type=int, help="global batch, in sequences per optimizer step")
-    t.add_argument("--grad-accum", type=int, help="micro-batches per step (same result, less memory)")
-    t.add_argument("--lr", type=float, help="peak learning rate")
-    t.add_argument("--warmup-steps", type=int)
-    t.add_argument("--weight-decay", type=float)
-    t.add_argument("--seq-len", type=int, help="max tokens per sequence, [CLS] and [SEP] included")
+    for flag, kind, name, text in TRAIN_OPTIONS:
+        t.add_argument(flag, type=kind, dest=name, help=text)
+    for flag, name, text in MODEL_OPTIONS:
+        t.add_argument(flag, type=int, dest=name, help=text)
     t.add_argument("--mask-rate", type=float, help="share of tokens in M during training (0.15)")
     t.add_argument("--no-nsp", action="store_true", help="MLM only: single-segment sequences")
-    t.add_argument("--layers", type=int, help="number of layers L")
-    t.add_argument("--hidden", type=int, help="hidden size H (feed-forward 4H)")
-    t.add_argument("--heads", type=int, help="attention heads A")
     t.add_argument("--dropout", type=float, help="dropout for hidden states and attention")
-    t.add_argument("--eval-every", type=int)
-    t.add_argument("--save-every", type=int)
-    t.add_argument("--log-every", type=int)
-    t.add_argument("--seed", type=int)
-    t.add_argument("--device", help="auto (default), cpu, cuda, cuda:1, mps")
-    t.add_argument("--threads", type=int, help="CPU threads for torch")
     t.add_argument("--compile", action="store_true", help="torch.compile the model (GPU runs)")
     t.add_argument("--no-amp", action="store_true", help="fp32 even on CUDA")
     t.add_argument("--quiet", action="store_true", help="no progress bar or log lines")
 
+
+def add_query_commands(sub: Any) -> None:
     f = sub.add_parser("fill-mask", help="top-k fillers for each [MASK] in a sentence",
                        description='Example: python -m mlm_lib fill-mask "The [MASK] was steep."')
     f.add_argument("text", help="a sentence with one or more [MASK]")
@@ -91,14 +117,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--seq-len", type=int, default=128)
     e.add_argument("--max-examples", type=int, default=None)
     e.add_argument("--threads", type=int, default=None)
-    return p
 
 
 def train_config_from_args(a: argparse.Namespace):
     """Preset, then --config JSON, then flags: later wins."""
-    from mlm_lib.book_model import BOOK_RECIPE, BOOK_RECIPE_32
-    from mlm_lib.train import TrainConfig
-
     recipes = {"book": BOOK_RECIPE, "book-32": BOOK_RECIPE_32}
     values: dict[str, Any] = dict(recipes[a.preset]) if a.preset in recipes else {"preset": a.preset}
     values["model"] = dict(values.get("model", {}))
@@ -111,16 +133,20 @@ def train_config_from_args(a: argparse.Namespace):
             raise ValueError(f"{a.config} must hold a JSON object of training options")
         values["model"].update(loaded.pop("model", {}))
         values.update(loaded)
-    for flag, name in TRAIN_FLAGS.items():
-        if getattr(a, flag) is not None:
-            values[name] = getattr(a, flag)
-    for flag, name in MODEL_FLAGS.items():
-        if getattr(a, flag) is not None:
-            values["model"][name] = getattr(a, flag)
-    if a.hidden is not None:
-        values["model"]["intermediate_size"] = 4 * a.hidden
+    for _, _, name, _ in TRAIN_OPTIONS:
+        if getattr(a, name) is not None:
+            values[name] = getattr(a, name)
+    for _, name, _ in MODEL_OPTIONS:
+        if getattr(a, name) is not None:
+            values["model"][name] = getattr(a, name)
+    if a.hidden_size is not None:
+        values["model"]["intermediate_size"] = 4 * a.hidden_size
     if a.dropout is not None:
         values["model"].update(hidden_dropout_prob=a.dropout, attention_probs_dropout_prob=a.dropout)
+    if a.mask_rate is not None:
+        current = values.get("corruption", BERT_CORRUPTION)
+        current = Corruption(**current) if isinstance(current, dict) else current
+        values["corruption"] = dataclasses.replace(current, select=a.mask_rate)
     if a.no_nsp:
         values["nsp"] = False
     if a.compile:
@@ -137,12 +163,6 @@ def _corpus_arg(items: list[str]) -> str | list[str]:
 
 
 def cmd_train(a: argparse.Namespace) -> int:
-    import torch
-
-    from mlm_lib.checkpoint import save_checkpoint
-    from mlm_lib.train import (build_model, default_log, fit_baselines, init_distributed,
-                               prepare_data, resolve_device, train)
-
     cfg = train_config_from_args(a)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
@@ -153,8 +173,7 @@ def cmd_train(a: argparse.Namespace) -> int:
     out = Path(a.out)
     if dist_info.is_main:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "vocab.txt").write_text("".join(t + "\n" for t in data.tokenizer.ids_to_tokens),
-                                       encoding="utf-8")
+        data.tokenizer.save_vocab(out / "vocab.txt")
     result = train(model, data.tokenizer, data.train_examples, cfg, data.valid_examples, out,
                    resume=a.resume, baselines=baselines, dist_info=dist_info,
                    on_log=None if a.quiet else default_log)
@@ -166,11 +185,10 @@ def cmd_train(a: argparse.Namespace) -> int:
                   f"{r.get('both_neighbours_acc', 0):.4f}), nsp_acc {r['nsp_acc']:.4f}")
         print(f"checkpoint: {result.checkpoint}")
         if a.export:
-            vocab = "".join(t + "\n" for t in data.tokenizer.ids_to_tokens).encode("utf-8")
+            vocab = data.tokenizer.vocab_text().encode("utf-8")
             extra = {"train_config": cfg.to_dict(), "eval": result.eval or {},
                      "history": result.history.records}
             if cfg.init_from:  # keep the curve of the run it continued (e.g. the short stage)
-                from mlm_lib.checkpoint import load_checkpoint
                 earlier = load_checkpoint(cfg.init_from, weights_only=True).extra
                 extra["earlier_history"] = earlier.get("history", [])
             path = save_checkpoint(a.export, result.model, result.model.config.to_dict(), result.step,
@@ -178,23 +196,15 @@ def cmd_train(a: argparse.Namespace) -> int:
             size = sum(p.stat().st_size for p in path.iterdir()) / 1e6
             print(f"exported fp16 weights to {path} ({size:.1f} MB)")
     if dist_info.enabled:
-        import torch.distributed as dist
         dist.destroy_process_group()
     return 0
 
 
 def _load(model_path: Path | None):
-    from mlm_lib.inference import load_model
-    from mlm_lib.tokenizer import WordPieceTokenizer, book_tokenizer
-
     if model_path is None:
-        from mlm_lib.book_model import BOOK_MODEL_DIR
         model_path = BOOK_MODEL_DIR
     model = load_model(model_path)
-    vocab = Path(model_path) / "vocab.txt"
-    if not vocab.exists():
-        vocab = Path(model_path).parent / "vocab.txt"  # a training run's step-XXXXXXXX folder
-    tok = WordPieceTokenizer.from_vocab_file(vocab) if vocab.exists() else book_tokenizer()
+    tok = checkpoint_tokenizer(model_path)
     if tok.vocab_size != model.config.vocab_size:
         raise ValueError(f"the tokenizer has {tok.vocab_size} pieces but the model expects "
                          f"{model.config.vocab_size}; put the training vocab.txt in {model_path}")
@@ -202,8 +212,6 @@ def _load(model_path: Path | None):
 
 
 def cmd_fill_mask(a: argparse.Namespace) -> int:
-    from mlm_lib.inference import fill_mask
-
     model, tok = _load(a.model)
     text = a.text.replace("[mask]", "[MASK]")
     for i, pred in enumerate(fill_mask(model, tok, text, top_k=a.top_k, whole_words=not a.pieces)):
@@ -212,18 +220,14 @@ def cmd_fill_mask(a: argparse.Namespace) -> int:
 
 
 def cmd_eval(a: argparse.Namespace) -> int:
-    import torch
-
-    from mlm_lib.train import (TrainConfig, evaluate, fit_baselines, make_eval_batches,
-                               prepare_data)
-
     if a.threads:
         torch.set_num_threads(a.threads)
     model, tok = _load(a.model)
     cfg = TrainConfig(max_seq_length=min(a.seq_len, model.config.max_position_embeddings))
     data = prepare_data(cfg, _corpus_arg(a.corpus), tokenizer=tok)
-    batches = make_eval_batches(data.valid_examples, tok, 64, rate=a.rate, max_examples=a.max_examples)
-    r = evaluate(model, batches, "cpu", fit_baselines(data))
+    corruption = Corruption(select=a.rate, mask=1.0, random=0.0, keep=0.0)
+    batches = masked_batches(data.valid_examples, tok, corruption, max_examples=a.max_examples)
+    r = evaluate_mlm(model, batches, nsp=True, baselines=fit_baselines(data))
     print(f"held-out masked tokens:   {r['num_masked']}")
     for name in ("unigram", "left_bigram", "both_neighbours"):
         print(f"{name + ' baseline:':25s} {r[name + '_acc']:.4f}")

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-NAMES = ("unigram", "left_bigram", "both_neighbours")
+# The id that stands for "no neighbour here" (the edge of a sequence, or padding). Contexts are
+# encoded with every id shifted up by one, which makes it 0.
+NO_NEIGHBOUR = -1
 
 
 def _best_per_context(context: np.ndarray, target: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -75,7 +77,7 @@ class CountBaselines:
                 continue
             if a.min() < 0 or a.max() >= vocab_size:
                 raise ValueError(f"token id out of range [0, {vocab_size}) in a training sequence")
-            padded = np.concatenate([[-1], a, [-1]])  # -1: no neighbour
+            padded = np.concatenate([[NO_NEIGHBOUR], a, [NO_NEIGHBOUR]])
             lefts.append(padded[:-2])
             rights.append(padded[2:])
             targets.append(a)
@@ -87,7 +89,7 @@ class CountBaselines:
         if tgt.size == 0:
             raise ValueError("the corpus has no non-special tokens to count")
         counts = np.bincount(tgt, minlength=vocab_size)
-        v = vocab_size + 1  # shift by one so that "no neighbour" (-1) becomes 0
+        v = vocab_size + 1  # ids shifted by one (NO_NEIGHBOUR becomes 0) take vocab_size + 1 values
         out = cls(vocab_size=vocab_size, unigram=int(np.argmax(counts)), num_tokens=int(tgt.size))
         out.left_keys, out.left_best = _best_per_context(left + 1, tgt)
         out.both_keys, out.both_best = _best_per_context((left + 1) * v + (right + 1), tgt)
@@ -104,8 +106,8 @@ class CountBaselines:
                              f"and {tuple(masked.shape)}")
         ids = input_ids.detach().cpu().long()
         if attention_mask is not None:
-            ids = ids.masked_fill(attention_mask.detach().cpu() == 0, -1)
-        padded = torch.nn.functional.pad(ids, (1, 1), value=-1).numpy()
+            ids = ids.masked_fill(attention_mask.detach().cpu() == 0, NO_NEIGHBOUR)
+        padded = torch.nn.functional.pad(ids, (1, 1), value=NO_NEIGHBOUR).numpy()
         b, t = np.nonzero(masked.detach().cpu().numpy())
         left, right = padded[b, t], padded[b, t + 2]
         n = b.size

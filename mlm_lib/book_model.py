@@ -19,6 +19,11 @@ from typing import Any
 
 import torch
 
+from mlm_lib.inference import load_model
+from mlm_lib.masking import BERT_CORRUPTION
+from mlm_lib.tokenizer import WordPieceTokenizer, checkpoint_tokenizer
+from mlm_lib.train import TrainConfig
+
 BOOK_MODEL_DIR = Path(__file__).resolve().parent / "assets" / "book-model"
 BOOK_MODEL_COMMANDS = (
     "python -m mlm_lib train --preset book-32 --out runs/book-32",
@@ -38,7 +43,7 @@ BOOK_RECIPE_32: dict[str, Any] = dict(
            "intermediate_size": 512, "hidden_dropout_prob": 0.0,
            "attention_probs_dropout_prob": 0.0, "initializer_range": 0.1},
     max_seq_length=32, short_seq_prob=0.0, nsp=False, position_init="sinusoidal",
-    mask_rate=0.15, mask_prob=0.8, random_prob=0.1, keep_prob=0.1,
+    corruption=BERT_CORRUPTION,
     batch_size=128, lr=3e-3, warmup_steps=30, max_steps=6000, unigram_bias_init=True,
     weight_decay=0.01, clip_grad_norm=1.0, log_every=100, eval_every=0, save_every=1000, seed=0,
     device="cpu", amp=False, threads=2,
@@ -53,25 +58,20 @@ BOOK_RECIPE: dict[str, Any] = dict(
 )
 
 
-def book_train_config(**overrides: Any):
+def book_train_config(**overrides: Any) -> TrainConfig:
     """The :class:`~mlm_lib.train.TrainConfig` of the book's model (its last stage)."""
-    from mlm_lib.train import TrainConfig
-
     return TrainConfig(**{**BOOK_RECIPE, **overrides})
 
 
 def book_model(device: str | torch.device = "cpu") -> torch.nn.Module:
     """The committed book model as a ``BertForPreTraining`` in eval mode (a fresh copy each call)."""
-    from mlm_lib.inference import load_model
-
     if not (BOOK_MODEL_DIR / "checkpoint.json").exists():
         raise FileNotFoundError(f"the book's model is missing from {BOOK_MODEL_DIR}; rebuild it with "
                                 f"`{BOOK_MODEL_COMMAND}`")
     return load_model(BOOK_MODEL_DIR, device)
 
 
-def book_model_tokenizer():
-    """The tokenizer saved with the book's model (the book's 8,000-piece vocabulary)."""
-    from mlm_lib.tokenizer import WordPieceTokenizer
-
-    return WordPieceTokenizer.from_vocab_file(BOOK_MODEL_DIR / "vocab.txt", do_lower_case=True)
+def book_model_tokenizer() -> WordPieceTokenizer:
+    """The tokenizer saved with the book's model (the book's 8,000-piece vocabulary; a test keeps
+    its vocab.txt identical to ``book_tokenizer()``'s)."""
+    return checkpoint_tokenizer(BOOK_MODEL_DIR)

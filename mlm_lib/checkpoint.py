@@ -32,12 +32,18 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from mlm_lib.corpus import sha256_file
+from mlm_lib.files import sha256_file
 
 MANIFEST = "checkpoint.json"
 WEIGHTS = "model.safetensors"
 TRAINER = "trainer.safetensors"
 FORMAT_VERSION = 1
+# A save writes "<folder>.tmp-XXXX" and, for a moment, keeps the previous save as "<folder>.old".
+TMP_INFIX = ".tmp-"
+OLD_SUFFIX = ".old"
+# The modes mkdir() and open() ask for; the umask then takes bits away, as for any ordinary file.
+DIR_MODE = 0o777
+FILE_MODE = 0o666
 
 
 class CheckpointError(ValueError):
@@ -194,70 +200,129 @@ def save_checkpoint(folder: str | os.PathLike, model: torch.nn.Module | dict[str
     leave it ``None`` for training checkpoints so that a resume is exact.
     """
     folder = Path(folder)
-    sd = model.state_dict() if isinstance(model, torch.nn.Module) else dict(model)
-    sd = _contiguous_cpu(sd)
-    if dtype is not None:
-        sd = {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in sd.items()}
+    weights = _weights_to_save(model, dtype)
+    manifest, trainer_tensors = _build_manifest(config, step, extra, optimizer, scheduler,
+                                                generator, py_random)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".tmp-", dir=folder.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=folder.name + TMP_INFIX, dir=folder.parent))
     try:
-        save_file(sd, str(tmp / WEIGHTS), metadata={"format": "pt"})
-        manifest: dict[str, Any] = {
-            "format_version": FORMAT_VERSION,
-            "step": int(step),
-            "config": _jsonable(config),
-            "extra": _jsonable(extra or {}),
-        }
-        trainer_tensors: dict[str, torch.Tensor] = {}
-        if optimizer is not None:
-            t, meta = split_optimizer_state(optimizer.state_dict())
-            trainer_tensors.update(t)
-            manifest["optimizer"] = meta
-        if scheduler is not None:
-            sched = _jsonable(scheduler.state_dict())
-            try:
-                json.dumps(sched)
-            except TypeError as e:
-                raise ValueError(f"the scheduler's state is not plain data ({e}); use "
-                                 "plain-function lambdas or mlm_lib.train.WarmupLinearSchedule") from None
-            manifest["scheduler"] = sched
-        if generator is not None or py_random is not None or optimizer is not None:
-            t, meta = capture_rng(generator, py_random)
-            trainer_tensors.update(t)
-            manifest["rng"] = meta
-        if trainer_tensors:
-            save_file(trainer_tensors, str(tmp / TRAINER))
-        for name, data in (files or {}).items():
-            if name in (MANIFEST, WEIGHTS, TRAINER) or "/" in name or name.startswith("."):
-                raise ValueError(f"cannot add a companion file named {name!r}")
-            (tmp / name).write_bytes(data)
-        manifest["sha256"] = {p.name: sha256_file(p) for p in sorted(tmp.iterdir())}
-        with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
-            json.dump(manifest, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)  # mkdtemp makes 0700; a checkpoint is ordinary data
-        for p in tmp.iterdir():
-            os.chmod(p, 0o666 & ~umask)
-            if p.name != MANIFEST:
-                with open(p, "rb") as f:
-                    os.fsync(f.fileno())
-        # Swap: old -> .old, tmp -> folder, drop .old. Any crash leaves a loadable folder or .old.
-        old = folder.with_name(folder.name + ".old")
-        if old.exists():
-            shutil.rmtree(old)
-        if folder.exists():
-            os.replace(folder, old)
-        os.replace(tmp, folder)
-        _fsync_dir(folder.parent)
-        if old.exists():
-            shutil.rmtree(old)
+        _write_files(tmp, weights, trainer_tensors, files or {})
+        _write_manifest(tmp, manifest)
+        _make_durable(tmp)
+        _swap_into_place(tmp, folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return folder
+
+
+def _weights_to_save(model: torch.nn.Module | dict[str, torch.Tensor],
+                     dtype: torch.dtype | None) -> dict[str, torch.Tensor]:
+    """The weights as safetensors accepts them; floating ones cast to ``dtype`` if one is given."""
+    sd = model.state_dict() if isinstance(model, torch.nn.Module) else dict(model)
+    sd = _contiguous_cpu(sd)
+    if dtype is not None:
+        sd = {k: (v.to(dtype) if v.is_floating_point() else v) for k, v in sd.items()}
+    return sd
+
+
+def _build_manifest(config: dict[str, Any], step: int, extra: dict[str, Any] | None,
+                    optimizer: torch.optim.Optimizer | None, scheduler: Any | None,
+                    generator: torch.Generator | None, py_random: random.Random | None
+                    ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """``checkpoint.json`` without its hashes, and the trainer tensors its entries point to.
+
+    The trainer state is split in two because JSON cannot hold tensors and safetensors holds
+    nothing else. RNG states are saved whenever training could resume from this checkpoint."""
+    manifest: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "step": int(step),
+        "config": _jsonable(config),
+        "extra": _jsonable(extra or {}),
+    }
+    trainer_tensors: dict[str, torch.Tensor] = {}
+    if optimizer is not None:
+        tensors, meta = split_optimizer_state(optimizer.state_dict())
+        trainer_tensors.update(tensors)
+        manifest["optimizer"] = meta
+    if scheduler is not None:
+        manifest["scheduler"] = _scheduler_state(scheduler)
+    if generator is not None or py_random is not None or optimizer is not None:
+        tensors, meta = capture_rng(generator, py_random)
+        trainer_tensors.update(tensors)
+        manifest["rng"] = meta
+    return manifest, trainer_tensors
+
+
+def _scheduler_state(scheduler: Any) -> dict[str, Any]:
+    """The scheduler's state as JSON; a lambda in it could only be saved by pickling code."""
+    state = _jsonable(scheduler.state_dict())
+    try:
+        json.dumps(state)
+    except TypeError as e:
+        raise ValueError(f"the scheduler's state is not plain data ({e}); use "
+                         "plain-function lambdas or mlm_lib.train.WarmupLinearSchedule") from None
+    return state
+
+
+def _write_files(tmp: Path, weights: dict[str, torch.Tensor],
+                 trainer_tensors: dict[str, torch.Tensor], files: dict[str, bytes]) -> None:
+    """Everything but the manifest into the new folder: weights, trainer state, companion files.
+
+    A companion may not take a reserved name, nor hide (a dot) or escape (a slash) the folder."""
+    save_file(weights, str(tmp / WEIGHTS), metadata={"format": "pt"})
+    if trainer_tensors:
+        save_file(trainer_tensors, str(tmp / TRAINER))
+    for name, data in files.items():
+        if name in (MANIFEST, WEIGHTS, TRAINER) or "/" in name or name.startswith("."):
+            raise ValueError(f"cannot add a companion file named {name!r}")
+        (tmp / name).write_bytes(data)
+
+
+def _write_manifest(tmp: Path, manifest: dict[str, Any]) -> None:
+    """``checkpoint.json``, written last so that it records the SHA-256 of every other file."""
+    manifest = {**manifest, "sha256": {p.name: sha256_file(p) for p in sorted(tmp.iterdir())}}
+    with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _make_durable(tmp: Path) -> None:
+    """Give the new folder ordinary permissions and force its files onto the disk.
+
+    ``mkdtemp`` makes the folder private (0700), but a checkpoint is ordinary data. The fsync
+    comes before the swap, so that a crash just after it cannot leave a checkpoint whose bytes
+    were still only in memory."""
+    umask = os.umask(0)  # reading the umask means setting it; put it straight back
+    os.umask(umask)
+    os.chmod(tmp, DIR_MODE & ~umask)
+    for p in tmp.iterdir():
+        os.chmod(p, FILE_MODE & ~umask)
+        if p.name != MANIFEST:  # the manifest was synced as it was written
+            with open(p, "rb") as f:
+                os.fsync(f.fileno())
+
+
+def _old_path(folder: Path) -> Path:
+    """Where the previous save waits during a swap."""
+    return folder.with_name(folder.name + OLD_SUFFIX)
+
+
+def _swap_into_place(tmp: Path, folder: Path) -> None:
+    """Two renames, old -> ``.old`` and tmp -> folder, then drop ``.old``.
+
+    A rename is atomic, so a crash at any moment leaves a loadable ``folder`` or a loadable
+    ``.old`` (which :func:`load_checkpoint` falls back to)."""
+    old = _old_path(folder)
+    if old.exists():
+        shutil.rmtree(old)
+    if folder.exists():
+        os.replace(folder, old)
+    os.replace(tmp, folder)
+    _fsync_dir(folder.parent)
+    if old.exists():
+        shutil.rmtree(old)
 
 
 def _read_manifest(folder: Path) -> dict[str, Any]:
@@ -293,7 +358,7 @@ def load_checkpoint(folder: str | os.PathLike, map_location: str = "cpu",
     ``weights_only=True`` skips the trainer state (what inference needs)."""
     folder = Path(folder)
     if not folder.exists():
-        old = folder.with_name(folder.name + ".old")
+        old = _old_path(folder)
         if old.exists():  # a crash between the two renames of a save
             folder = old
         else:
@@ -320,6 +385,6 @@ def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         return None
-    found = sorted(p for p in run_dir.glob("step-*") if (p / MANIFEST).exists() and ".tmp-" not in p.name
-                   and not p.name.endswith(".old"))
+    found = sorted(p for p in run_dir.glob("step-*") if (p / MANIFEST).exists() and TMP_INFIX not in p.name
+                   and not p.name.endswith(OLD_SUFFIX))
     return found[-1] if found else None

@@ -9,7 +9,8 @@ prediction needs to know which sentence really follows which, and inside which d
 - ``load_lee()``: gensim's Lee corpus, 300 short ABC news stories.
 - ``load_text_files(paths)``: the reader's own ``.txt`` files or folders; a blank line separates
   documents inside a file.
-- ``download_corpus(url, sha256)``: fetch a larger text corpus once, verify its checksum, cache it.
+- ``download(url, sha256)``: fetch a file (e.g. a data set) once into the cache and verify its
+  checksum.
 
 The cache folder is ``~/.cache/mlm_lib`` unless the environment variable ``MLM_LIB_CACHE`` says
 otherwise.
@@ -31,8 +32,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from mlm_lib.files import sha256_file
+
 WIKI_FILE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+LEE_FILE = "lee_background.cor"
 CLEANER_VERSION = 1  # bump when the cleaning rules change, so stale caches are rebuilt
+# A paragraph is kept as prose only from this many words on: shorter lines in a wiki dump are
+# captions, list fragments and leftovers of removed markup.
+MIN_PROSE_WORDS = 6
+# Next sentence prediction needs a sentence that follows another, so a document needs two.
+MIN_SENTENCES = 2
+# The cache file name carries this many hex digits of the key's SHA-256 (64 bits: no collisions
+# in practice, and the name stays short).
+CACHE_KEY_DIGITS = 16
+# A file is judged binary by a NUL byte in its first 8 KiB, the same heuristic git uses.
+BINARY_SNIFF_BYTES = 8192
 
 
 @dataclass
@@ -121,12 +135,13 @@ def clean_wiki_text(text: str) -> list[str]:
         for pattern, repl in _INLINE_JUNK:
             line = pattern.sub(repl, line)
         line = line.strip()
-        if len(line.split()) >= 6 and line[-1] in ".!?\"')":
+        if len(line.split()) >= MIN_PROSE_WORDS and line[-1] in ".!?\"')":
             paragraphs.append(line)
     return paragraphs
 
 
 def _parse_wikipedia(path: Path) -> list[Document]:
+    # gensim is optional and slow to import (most of a second); only these corpus loaders need it.
     try:
         from gensim.corpora.wikicorpus import extract_pages, filter_wiki
     except ImportError as e:
@@ -137,25 +152,32 @@ def _parse_wikipedia(path: Path) -> list[Document]:
             if raw.lstrip().upper().startswith("#REDIRECT"):
                 continue
             sentences = [s for p in clean_wiki_text(filter_wiki(raw)) for s in split_sentences(p)]
-            if len(sentences) >= 2:
+            if len(sentences) >= MIN_SENTENCES:
                 docs.append(Document(title, sentences))
     return docs
 
 
-def wikipedia_path() -> Path:
-    """Path of the bz2 Wikipedia excerpt inside gensim's wheel."""
+def _gensim_data(filename: str) -> Path:
+    """Path of a test data file shipped inside gensim's wheel (the embedded corpora live there)."""
+    # gensim is optional and slow to import (most of a second); only these corpus loaders need it.
     try:
         from gensim.test.utils import datapath
     except ImportError as e:
-        raise ImportError("the embedded Wikipedia excerpt needs gensim (pip install gensim)") from e
-    return Path(datapath(WIKI_FILE))
+        raise ImportError("the embedded corpora need gensim (pip install gensim)") from e
+    return Path(datapath(filename))
+
+
+def wikipedia_path() -> Path:
+    """Path of the bz2 Wikipedia excerpt inside gensim's wheel."""
+    return _gensim_data(WIKI_FILE)
 
 
 def _cached(name: str, source: Path, build) -> list[Document]:
     """Load documents from the JSON cache keyed by source file and cleaner version, else build."""
     stat = source.stat()
-    key = hashlib.sha256(f"{source.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{CLEANER_VERSION}".encode()).hexdigest()[:16]
-    target = cache_dir() / f"{name}-{key}.json"
+    fingerprint = f"{source.resolve()}|{stat.st_size}|{stat.st_mtime_ns}|{CLEANER_VERSION}"
+    key = hashlib.sha256(fingerprint.encode()).hexdigest()
+    target = cache_dir() / f"{name}-{key[:CACHE_KEY_DIGITS]}.json"
     if target.exists():
         try:
             data = json.loads(target.read_text(encoding="utf-8"))
@@ -183,9 +205,9 @@ def load_wikipedia(use_cache: bool = True) -> list[Document]:
 
 def load_lee() -> list[Document]:
     """gensim's Lee corpus: 300 short ABC news stories (one per line), sentence-split."""
-    from gensim.test.utils import datapath
+    text = _gensim_data(LEE_FILE).read_text(encoding="utf-8", errors="replace")
     docs = []
-    for i, line in enumerate(Path(datapath("lee_background.cor")).read_text(encoding="utf-8", errors="replace").splitlines()):
+    for i, line in enumerate(text.splitlines()):
         sentences = split_sentences(line)
         if sentences:
             docs.append(Document(f"lee-{i}", sentences))
@@ -195,7 +217,7 @@ def load_lee() -> list[Document]:
 # ----------------------------------------------------------------------------- the reader's files
 def _read_text(path: Path) -> str:
     raw = path.read_bytes()
-    if b"\x00" in raw[:8192]:
+    if b"\x00" in raw[:BINARY_SNIFF_BYTES]:
         raise ValueError(f"{path} looks like a binary file, not text (it contains NUL bytes)")
     try:
         return raw.decode("utf-8-sig")
@@ -263,15 +285,6 @@ def train_valid_split(documents: Sequence[Document], valid_fraction: float = 0.0
             [d for i, d in enumerate(documents) if i in valid])
 
 
-def corpus_stats(documents: Sequence[Document]) -> dict[str, int]:
-    """Documents, sentences and characters (sentences joined by one space inside a document)."""
-    return {
-        "documents": len(documents),
-        "sentences": sum(len(d.sentences) for d in documents),
-        "characters": sum(len(d.text) for d in documents),
-    }
-
-
 # ----------------------------------------------------------------------------- downloader
 def download(url: str, sha256: str, filename: str | None = None, timeout: float = 30.0) -> Path:
     """Fetch ``url`` into the cache folder once and check its SHA-256; returns the local path.
@@ -306,25 +319,3 @@ def download(url: str, sha256: str, filename: str | None = None, timeout: float 
         if os.path.exists(tmp):
             os.unlink(tmp)
     return target
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    """The hex SHA-256 of a file, read in 1 MiB blocks (downloads and checkpoints are checked by it)."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def download_corpus(url: str, sha256: str, filename: str | None = None) -> list[Document]:
-    """Download (once) a plain-text corpus, optionally gzip/bz2-compressed, and load its documents."""
-    path = download(url, sha256, filename)
-    if path.suffix == ".bz2":
-        text = bz2.decompress(path.read_bytes()).decode("utf-8")
-    elif path.suffix == ".gz":
-        import gzip
-        text = gzip.decompress(path.read_bytes()).decode("utf-8")
-    else:
-        text = _read_text(path)
-    return documents_from_text(text, title=path.stem)

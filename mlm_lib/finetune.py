@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -25,7 +25,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from mlm_lib.corpus import Document
-from mlm_lib.model import BertConfig, BertForPreTraining, BertModel
+from mlm_lib.loop import Batch, History, LoopState, Sums, evaluate, train_loop
+from mlm_lib.model import BertConfig, BertForPreTraining, BertModel, init_bert_weights
+from mlm_lib.optim import WarmupLinearSchedule, build_optimizer
 
 
 # ---------------------------------------------------------------- the labelled task
@@ -135,7 +137,6 @@ class BertClassifier(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.classifier = nn.Linear(encoder.config.hidden_size, num_labels)
         # A new head starts like every BERT weight: small truncated normal, zero bias (seeded).
-        from mlm_lib.model import init_bert_weights
         init_bert_weights(self.classifier, encoder.config.initializer_range,
                           torch.Generator().manual_seed(seed))
 
@@ -207,14 +208,14 @@ class FinetuneConfig:
 
 @dataclass
 class FinetuneResult:
-    """The fine-tuned model; ``history``: one record per step (train loss/accuracy) and one per
-    epoch (``kind == "eval"``, held-out loss/accuracy when an eval set was given)."""
+    """The fine-tuned model; ``history``: one "train" record per step (loss, accuracy) and one
+    "eval" record per epoch (held-out loss and accuracy, when an eval set was given)."""
 
     model: BertClassifier
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: History
 
     def column(self, key: str, kind: str = "train") -> list[Any]:
-        return [r[key] for r in self.history if r["kind"] == kind]
+        return self.history.columns(key, kind=kind)[key]
 
 
 def _check_set(data: LabelledSet, model: BertClassifier, name: str) -> None:
@@ -225,30 +226,31 @@ def _check_set(data: LabelledSet, model: BertClassifier, name: str) -> None:
                          f"{model.num_labels}")
 
 
-def _batch(tokenizer: Any, data: LabelledSet, idx: Sequence[int], max_length: int
-           ) -> dict[str, torch.Tensor]:
+def labelled_batch(tokenizer: Any, data: LabelledSet, idx: Sequence[int], max_length: int,
+                   device: torch.device) -> Batch:
+    """The texts ``idx`` of ``data`` encoded and padded, with their labels, on ``device``."""
     enc = tokenizer.encode_batch([data.texts[i] for i in idx], max_length=max_length)
     enc["labels"] = torch.tensor([data.labels[i] for i in idx], dtype=torch.long)
-    return enc
+    return {k: v.to(device) for k, v in enc.items()}
 
 
-@torch.no_grad()
+def classification_objective(model: BertClassifier, b: Batch) -> tuple[torch.Tensor, Sums]:
+    """Cross-entropy of the labels given the pooled [CLS] vector, and the accuracy."""
+    logits = model(b["input_ids"], b["token_type_ids"], b["attention_mask"])
+    loss = F.cross_entropy(logits.float(), b["labels"])
+    n = b["labels"].numel()
+    return loss, {"loss": (loss.detach() * n, n),
+                  "accuracy": ((logits.argmax(-1) == b["labels"]).sum(), n)}
+
+
 def evaluate_classifier(model: BertClassifier, tokenizer: Any, data: LabelledSet,
                         max_length: int = 64, batch_size: int = 128) -> dict[str, float]:
     """Held-out mean cross-entropy and accuracy (argmax label equals the true one)."""
     _check_set(data, model, "evaluation")
-    was_training = model.training
-    model.eval()
     device = next(model.parameters()).device
-    loss_sum, correct = 0.0, 0
-    for lo in range(0, len(data), batch_size):
-        b = _batch(tokenizer, data, range(lo, min(lo + batch_size, len(data))), max_length)
-        b = {k: v.to(device) for k, v in b.items()}
-        logits = model(b["input_ids"], b["token_type_ids"], b["attention_mask"])
-        loss_sum += F.cross_entropy(logits.float(), b["labels"], reduction="sum").item()
-        correct += int((logits.argmax(-1) == b["labels"]).sum())
-    model.train(was_training)
-    return {"loss": loss_sum / len(data), "accuracy": correct / len(data)}
+    batches = [labelled_batch(tokenizer, data, range(lo, min(lo + batch_size, len(data))),
+                              max_length, device) for lo in range(0, len(data), batch_size)]
+    return evaluate(classification_objective, model, batches)
 
 
 @torch.no_grad()
@@ -272,10 +274,6 @@ def finetune(model: BertClassifier, tokenizer: Any, train_set: LabelledSet, cfg:
     the paper, shrunk). The data order of each epoch is a seeded permutation and dropout draws
     from a seeded generator, so a run is reproducible. Evaluates on ``eval_set`` after each epoch.
     """
-    from tqdm.auto import tqdm
-
-    from mlm_lib.train import WarmupLinearSchedule, build_optimizer
-
     _check_set(train_set, model, "training")
     if eval_set is not None:
         _check_set(eval_set, model, "evaluation")
@@ -286,34 +284,22 @@ def finetune(model: BertClassifier, tokenizer: Any, train_set: LabelledSet, cfg:
     schedule = WarmupLinearSchedule(optimizer, int(cfg.warmup_fraction * total), total)
     rng = random.Random(cfg.seed)
     torch.manual_seed(cfg.seed)  # dropout
-    history: list[dict[str, Any]] = []
-    step = 0
-    model.train()
-    bar = tqdm(total=total, disable=not cfg.progress, desc="fine-tuning", dynamic_ncols=True)
-    for epoch in range(1, cfg.epochs + 1):
-        order = list(range(len(train_set)))
-        rng.shuffle(order)
-        for lo in range(0, len(order), cfg.batch_size):
-            b = _batch(tokenizer, train_set, order[lo:lo + cfg.batch_size], cfg.max_length)
-            b = {k: v.to(device) for k, v in b.items()}
-            logits = model(b["input_ids"], b["token_type_ids"], b["attention_mask"])
-            loss = F.cross_entropy(logits.float(), b["labels"])
-            loss.backward()
-            if cfg.clip_grad_norm:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_grad_norm)
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
-            schedule.step()
-            step += 1
-            acc = float((logits.argmax(-1) == b["labels"]).float().mean())
-            history.append({"kind": "train", "step": step, "epoch": epoch,
-                            "loss": loss.item(), "accuracy": acc})
-            bar.update(1)
-            bar.set_postfix(loss=f"{loss.item():.3f}", epoch=epoch)
-        if eval_set is not None:
+
+    def epochs() -> Iterator[list[Batch]]:
+        for _ in range(cfg.epochs):
+            order = list(range(len(train_set)))
+            rng.shuffle(order)
+            for lo in range(0, len(order), cfg.batch_size):
+                yield [labelled_batch(tokenizer, train_set, order[lo:lo + cfg.batch_size],
+                                      cfg.max_length, device)]
+
+    def after_epoch(state: LoopState) -> None:
+        if eval_set is not None and state.step % steps_per_epoch == 0:
             res = evaluate_classifier(model, tokenizer, eval_set, cfg.max_length, cfg.eval_batch_size)
-            history.append({"kind": "eval", "step": step, "epoch": epoch, **res})
-            model.train()
-    bar.close()
+            state.history.append("eval", step=state.step, epoch=state.step // steps_per_epoch, **res)
+
+    state = train_loop(model, classification_objective, epochs(), optimizer, schedule, total,
+                       clip_grad_norm=cfg.clip_grad_norm, log_every=1, callbacks=[after_epoch],
+                       progress=cfg.progress, desc="fine-tuning")
     model.eval()
-    return FinetuneResult(model, history)
+    return FinetuneResult(model, state.history)

@@ -22,8 +22,8 @@ _ENCODER_NAMES = {
     "embeddings.word_embeddings.weight": "embeddings.word_embeddings.weight",
     "embeddings.position_embeddings.weight": "embeddings.position_embeddings.weight",
     "embeddings.token_type_embeddings.weight": "embeddings.token_type_embeddings.weight",
-    "embeddings.LayerNorm.weight": "embeddings.LayerNorm.weight",
-    "embeddings.LayerNorm.bias": "embeddings.LayerNorm.bias",
+    "embeddings.norm.weight": "embeddings.LayerNorm.weight",
+    "embeddings.norm.bias": "embeddings.LayerNorm.bias",
     "layers.{i}.attention_output.weight": "encoder.layer.{i}.attention.output.dense.weight",
     "layers.{i}.attention_output.bias": "encoder.layer.{i}.attention.output.dense.bias",
     "layers.{i}.attention_norm.weight": "encoder.layer.{i}.attention.output.LayerNorm.weight",
@@ -51,6 +51,10 @@ _QKV = re.compile(r"layers\.(\d+)\.attention\.qkv\.(weight|bias)$")
 
 # Keys that carry no parameters (buffers), or duplicate a tied one: read, checked, then dropped.
 _BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
+
+# The parts a folder may lack (the pooler, the NSP head of a BertForMaskedLM) start from BERT's
+# initialisation with this seed, so that loading the same folder twice gives the same model.
+INIT_SEED = 0
 
 
 def _hf_names(name: str) -> list[str]:
@@ -123,7 +127,7 @@ def load_hf_bert(folder: str | Path) -> BertForPreTraining | BertModel:
 
     has_prefix = any(k.startswith("bert.") for k in weights)
     if has_prefix and "cls.predictions.transform.dense.weight" in weights:
-        model: BertForPreTraining | BertModel = BertForPreTraining(config, seed=0)
+        model: BertForPreTraining | BertModel = BertForPreTraining(config, seed=INIT_SEED)
         may_miss = {"bert.pooler.weight", "bert.pooler.bias"}
         if "cls.seq_relationship.weight" not in weights:  # BertForMaskedLM
             may_miss |= {"cls.seq_relationship.weight", "cls.seq_relationship.bias"}
@@ -139,7 +143,7 @@ def load_hf_bert(folder: str | Path) -> BertForPreTraining | BertModel:
                     raise ValueError(f"{copy} differs from {original}: an untied MLM decoder is not "
                                      f"supported")
     else:
-        model = BertModel(config, seed=0)
+        model = BertModel(config, seed=INIT_SEED)
         if has_prefix:  # e.g. a BertForSequenceClassification: take its encoder, the rest is unexpected
             weights = {(k[len("bert."):] if k.startswith("bert.") else "unexpected:" + k): v
                        for k, v in weights.items()}

@@ -10,25 +10,31 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 
 from mlm_lib.checkpoint import load_checkpoint
+from mlm_lib.loss import target_log_probs
+from mlm_lib.model import BertConfig, BertForPreTraining
+
+# Keeps the renormalisation of whole-word probabilities from dividing by zero when every whole
+# word got probability 0 (an underflow): far below any real probability, yet still a normal
+# float32 number.
+MIN_TOTAL_PROB = 1e-30
+# A load error lists at most this many missing or unexpected weight names: enough to see the pattern.
+SHOWN_KEYS = 5
 
 
 def load_model(path: str | os.PathLike, device: str | torch.device = "cpu") -> torch.nn.Module:
     """A ``BertForPreTraining`` from a checkpoint folder (weights only; fp16 weights become fp32)."""
-    from mlm_lib.model import BertConfig, BertForPreTraining
-
     ck = load_checkpoint(path, weights_only=True)
     model = BertForPreTraining(BertConfig.from_dict(ck.config))
     sd = {k: v.float() if v.is_floating_point() else v for k, v in ck.state_dict.items()}
     missing, unexpected = model.load_state_dict(sd, strict=False)
     if missing or unexpected:
-        raise ValueError(f"checkpoint {path} does not fit its config: missing {missing[:5]}, "
-                         f"unexpected {unexpected[:5]}")
+        raise ValueError(f"checkpoint {path} does not fit its config: missing {missing[:SHOWN_KEYS]}, "
+                         f"unexpected {unexpected[:SHOWN_KEYS]}")
     return model.to(device).eval()
 
 
@@ -77,20 +83,11 @@ def fill_mask(model: torch.nn.Module, tokenizer: Any, text: str, top_k: int = 5,
         keep = torch.tensor([not (t.startswith("##") or i in tokenizer.special_ids)
                              for i, t in enumerate(tokenizer.ids_to_tokens)], device=probs.device)
         probs = probs * keep
-        probs = probs / probs.sum(-1, keepdim=True).clamp_min(1e-30)
+        probs = probs / probs.sum(-1, keepdim=True).clamp_min(MIN_TOTAL_PROB)
     top = probs.topk(min(top_k, probs.size(-1)), dim=-1)
     positions = masked[0].nonzero().flatten().tolist()
     return [MaskPrediction(pos, tokenizer.convert_ids_to_tokens(i.tolist()), p.tolist())
             for pos, i, p in zip(positions, top.indices, top.values)]
-
-
-def fill_in(model: torch.nn.Module, tokenizer: Any, text: str) -> str:
-    """``text`` with every [MASK] replaced by the model's first choice (a whole word)."""
-    preds = fill_mask(model, tokenizer, text, top_k=1, whole_words=True)
-    out = text
-    for p in preds:
-        out = out.replace(tokenizer.ids_to_tokens[tokenizer.mask_id], p.tokens[0], 1)
-    return out
 
 
 @torch.no_grad()
@@ -134,8 +131,6 @@ def sentence_loss(model: torch.nn.Module, tokenizer: Any, text: str,
                   pair: str | None = None) -> SentenceLoss:
     """Mask the chosen set M (token ``positions`` in ``[CLS] ... [SEP]``, or every piece of the
     given ``words``), put [MASK] there, and return log P(x_i | x_\\M) for each i in M."""
-    from mlm_lib.loss import target_log_probs
-
     model.eval()
     batch, tokens = _encode(tokenizer, text, pair, _device(model))
     ids = batch["input_ids"]
@@ -164,17 +159,3 @@ def sentence_loss(model: torch.nn.Module, tokenizer: Any, text: str,
     lp = target_log_probs(out.mlm_logits, ids[masked])
     pred = tokenizer.convert_ids_to_tokens(out.mlm_logits.argmax(-1).tolist())
     return SentenceLoss(tokens, positions, lp.tolist(), pred)
-
-
-@torch.no_grad()
-def nsp_probability(model: torch.nn.Module, tokenizer: Any, a: str, b: str) -> float:
-    """P(IsNext | [CLS] a [SEP] b [SEP]) from the NSP head (column 0 is IsNext)."""
-    model.eval()
-    batch, _ = _encode(tokenizer, a, b, _device(model))
-    out = model(**batch)
-    return float(torch.softmax(out.nsp_logits.float(), -1)[0, 0])
-
-
-def default_model_path() -> Path:
-    from mlm_lib.book_model import BOOK_MODEL_DIR
-    return BOOK_MODEL_DIR

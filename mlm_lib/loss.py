@@ -6,8 +6,8 @@ where M is the set of masked positions and x_\\M the corrupted input the model s
 
 Labels come in two layouts, matching the two modes of ``BertForPreTraining``:
 - 1-D ``[|M|]`` aligned with masked-only logits ``[|M|, V]``;
-- ``[B, T]`` with ``IGNORE`` (-100) outside M, aligned with full-position logits ``[B, T, V]``.
-Positions labelled ``IGNORE`` (everything outside M, padding included) never contribute.
+- ``[B, T]`` with ``IGNORE_INDEX`` (-100) outside M, aligned with full-position logits ``[B, T, V]``.
+Positions labelled ``IGNORE_INDEX`` (everything outside M, padding included) never contribute.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-IGNORE = -100  # label of a position outside M (same value as PyTorch's and Hugging Face's)
+from mlm_lib.masking import IGNORE_INDEX  # the label of a position outside M (-100, as in PyTorch)
+
 
 
 def log_probs(logits: torch.Tensor) -> torch.Tensor:
@@ -29,7 +30,7 @@ def _in_m(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, tor
     if logits.shape[:-1] != labels.shape:
         raise ValueError(f"labels shape {tuple(labels.shape)} does not match logits "
                          f"{tuple(logits.shape)} without its vocabulary dimension")
-    in_m = labels != IGNORE
+    in_m = labels != IGNORE_INDEX
     if labels.dim() == 1 and bool(in_m.all()):  # masked-only logits: already just M, skip the copy
         return logits, labels
     return logits[in_m], labels[in_m]
@@ -38,11 +39,11 @@ def _in_m(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, tor
 def target_log_probs(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """log P(x_i | x_\\M) for each i in M: the log-probability of the original token x_i.
 
-    Returns a 1-D tensor with one entry per position in M (IGNORE positions are dropped).
+    Returns a 1-D tensor with one entry per position in M (IGNORE_INDEX positions are dropped).
     """
     logits, targets = _in_m(logits, targets)
     if targets.numel() and (targets.min() < 0 or targets.max() >= logits.size(-1)):
-        raise ValueError(f"targets must be token ids in [0, {logits.size(-1)}) or {IGNORE}")
+        raise ValueError(f"targets must be token ids in [0, {logits.size(-1)}) or {IGNORE_INDEX}")
     return log_probs(logits).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
 
 
@@ -59,7 +60,7 @@ def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     ``F.cross_entropy(reduction="mean")``, which gives 0/0 = NaN when every label is ignored, an
     empty M gives exactly 0 with zero gradients: we divide by max(|M|, 1).
     """
-    num_masked = (labels != IGNORE).sum().clamp(min=1)
+    num_masked = (labels != IGNORE_INDEX).sum().clamp(min=1)
     return mlm_loss_sum(logits, labels) / num_masked
 
 
@@ -134,14 +135,9 @@ def nsp_loss(nsp_logits: torch.Tensor, is_next: torch.Tensor) -> torch.Tensor:
     if nsp_logits.dim() != 2 or nsp_logits.size(-1) != 2 or is_next.shape != nsp_logits.shape[:1]:
         raise ValueError(f"nsp_logits must be [B, 2] and is_next [B], got {tuple(nsp_logits.shape)} "
                          f"and {tuple(is_next.shape)}")
-    return F.cross_entropy(nsp_logits.float(), 1 - is_next.long())
+    return F.cross_entropy(nsp_logits.float(), nsp_class(is_next))
 
 
-def pretraining_loss(mlm_logits: torch.Tensor, labels: torch.Tensor,
-                     nsp_logits: torch.Tensor | None = None,
-                     is_next: torch.Tensor | None = None) -> torch.Tensor:
-    """BERT's pretraining objective: mlm_loss + nsp_loss (just mlm_loss without NSP inputs)."""
-    loss = mlm_loss(mlm_logits, labels)
-    if nsp_logits is not None and is_next is not None:
-        loss = loss + nsp_loss(nsp_logits, is_next)
-    return loss
+def nsp_class(is_next: torch.Tensor) -> torch.Tensor:
+    """NSP logits put IsNext in column 0 (Google's order), so the class index is 1 - is_next."""
+    return 1 - is_next.long()

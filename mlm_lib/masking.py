@@ -1,26 +1,56 @@
 """Choosing the set M and corrupting it, BERT's way (80% [MASK], 10% random, 10% unchanged).
 
-Every position of every sequence is decided at once with tensor operations; the only Python
-loop is over rows, and only for static masking. All randomness comes from an explicit
-``torch.Generator`` so a chapter can redraw exactly the same picture.
+Every position of every sequence is decided at once with tensor operations, with no Python
+loop. All randomness comes from an explicit ``torch.Generator`` so a chapter can redraw exactly
+the same picture.
 
-Selection is per token with probability ``rate`` (as in Hugging Face's collator): the number
-of masked tokens in a row is Binomial(real tokens, rate). With ``whole_word_starts`` a word's
-pieces share one draw, so a word is masked entirely or not at all. ``max_predictions`` keeps,
-in a random order, only as many chosen words as fit the cap; ``at_least_one`` masks one
-candidate word in any row where the draw chose nothing (short sentences would otherwise give
-no training signal).
+The recipe is one value, a :class:`Corruption`: selection is per token with probability
+``select`` (as in Hugging Face's collator), so the number of masked tokens in a row is
+Binomial(real tokens, select); the shares ``mask``/``random``/``keep`` then say what happens to
+the chosen tokens. With ``whole_word_starts`` a word's pieces share one draw, so a word is
+masked entirely or not at all. ``max_predictions`` keeps, in a random order, only as many chosen
+words as fit the cap; ``at_least_one`` masks one candidate word in any row where the draw chose
+nothing (short sentences would otherwise give no training signal).
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from typing import Iterable
 
 import torch
 
 IGNORE_INDEX = -100  # label outside M, the value PyTorch's cross-entropy skips
+
+
+@dataclass(frozen=True)
+class Corruption:
+    """BERT's corruption recipe: choose a share ``select`` of the real tokens as the set M, then
+    replace a share ``mask`` of M by [MASK], a share ``random`` by a random token and leave a share
+    ``keep`` unchanged (BERT: 0.15, then 0.8/0.1/0.1)."""
+
+    select: float = 0.15
+    mask: float = 0.8
+    random: float = 0.1
+    keep: float = 0.1
+
+    def __post_init__(self) -> None:
+        # Written as "not (inside)" so that nan is refused too.
+        if not 0 < self.select <= 1:
+            raise ValueError(f"select must be in (0, 1], got {self.select}")
+        for name in ("mask", "random", "keep"):
+            share = getattr(self, name)
+            if not 0 <= share <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {share}")
+        total = self.mask + self.random + self.keep
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"mask + random + keep must sum to 1, got {total:.6g}")
+
+
+BERT_CORRUPTION = Corruption()
+# Held-out blanks: every chosen token becomes [MASK], so there are no unchanged tokens a model
+# could copy, and every model and count baseline is scored on the same blanks.
+EVAL_CORRUPTION = Corruption(mask=1.0, random=0.0, keep=0.0)
 
 
 @dataclass
@@ -39,8 +69,46 @@ class MaskedBatch:
         return int(self.masked.sum())
 
 
-def _check(input_ids: torch.Tensor, vocab_size: int, rate, mask_prob: float, random_prob: float,
-           keep_prob: float, max_predictions: int | None) -> None:
+def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int, special_ids: Iterable[int],
+                corruption: Corruption = BERT_CORRUPTION, attention_mask: torch.Tensor | None = None,
+                whole_word_starts: torch.Tensor | None = None, at_least_one: bool = False,
+                max_predictions: int | None = None, generator: torch.Generator | None = None) -> MaskedBatch:
+    """Choose M among the real, non-special tokens and corrupt it by the recipe ``corruption``.
+
+    ``whole_word_starts`` is a bool [B, T] tensor, True where a word begins (False on ``##``
+    pieces). Random replacements are drawn uniformly from the non-special vocabulary.
+    """
+    special = _check_inputs(input_ids, vocab_size, special_ids, corruption, attention_mask,
+                            whole_word_starts, max_predictions)
+    x = input_ids.long()
+    real = _real_tokens(x, special, attention_mask)  # the positions that may join M
+    word = _word_index(real, whole_word_starts)      # the pieces of one word share an index
+
+    # 1. Choose M: one coin per word, so that a word joins M whole or not at all.
+    B, T = x.shape
+    coin = torch.gather(_uniform((B, T + 1), generator, x.device, torch.float64), 1, word)
+    masked = real & (coin < corruption.select)
+    if max_predictions is not None:
+        masked = _cap_predictions(masked, coin, word, max_predictions)
+    if at_least_one:
+        masked = _at_least_one(masked, real, coin, word)
+
+    # 2. Split M: a second coin per position sends it to [MASK], to a random token or leaves it.
+    replaced, randomized, kept = _split(masked, corruption, generator)
+
+    # 3. Write x_\M, and the labels: the original token on M, IGNORE_INDEX everywhere else.
+    random_ids = _random_tokens(x.shape, vocab_size, special, generator, x.device)
+    corrupted = torch.where(replaced, torch.full_like(x, mask_token_id), x)
+    corrupted = torch.where(randomized, random_ids, corrupted)
+    labels = torch.where(masked, x, torch.full_like(x, IGNORE_INDEX))
+    return MaskedBatch(corrupted, labels, masked, replaced, randomized, kept)
+
+
+def _check_inputs(input_ids: torch.Tensor, vocab_size: int, special_ids: Iterable[int], corruption: Corruption,
+                  attention_mask: torch.Tensor | None, whole_word_starts: torch.Tensor | None,
+                  max_predictions: int | None) -> torch.Tensor:
+    """Refuse bad arguments before any random draw, with a message that names the argument;
+    return the special ids as a sorted tensor on the device of ``input_ids``."""
     if not isinstance(input_ids, torch.Tensor) or input_ids.dtype not in (torch.long, torch.int32, torch.int64):
         raise ValueError("input_ids must be an integer torch.Tensor")
     if input_ids.dim() != 2:
@@ -49,92 +117,105 @@ def _check(input_ids: torch.Tensor, vocab_size: int, rate, mask_prob: float, ran
         raise ValueError(f"vocab_size must be positive, got {vocab_size}")
     if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= vocab_size):
         raise ValueError(f"input_ids must lie in [0, {vocab_size})")
-    r = torch.as_tensor(rate, dtype=torch.float64)
-    if r.numel() == 0 or bool((r <= 0).any()) or bool((r > 1).any()) or bool(torch.isnan(r).any()):
-        raise ValueError(f"rate must be in (0, 1], got {rate}")
-    if r.dim() > 1 or (r.dim() == 1 and r.numel() != input_ids.shape[0]):
-        raise ValueError("a per-row rate must be a 1-D tensor with one value per row")
-    probs = (mask_prob, random_prob, keep_prob)
-    if any(p < 0 or p > 1 for p in probs):
-        raise ValueError(f"mask/random/keep proportions must each be in [0, 1], got {probs}")
-    if abs(sum(probs) - 1.0) > 1e-6:
-        raise ValueError(f"mask_prob + random_prob + keep_prob must sum to 1, got {sum(probs):.6g}")
+    if not isinstance(corruption, Corruption):
+        raise TypeError(f"corruption must be a Corruption, got {type(corruption).__name__}")
+    if attention_mask is not None and attention_mask.shape != input_ids.shape:
+        raise ValueError(f"attention_mask shape {tuple(attention_mask.shape)} != input_ids shape "
+                         f"{tuple(input_ids.shape)}")
+    if whole_word_starts is not None and whole_word_starts.shape != input_ids.shape:
+        raise ValueError("whole_word_starts must have the shape of input_ids")
     if max_predictions is not None and max_predictions < 1:
         raise ValueError(f"max_predictions must be at least 1, got {max_predictions}")
+    special = sorted({int(s) for s in special_ids})
+    if sum(0 <= s < vocab_size for s in special) == vocab_size:
+        raise ValueError("every vocabulary id is special; there is no token to draw at random")
+    return torch.tensor(special, dtype=torch.long, device=input_ids.device)
 
 
-def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int, special_ids: Iterable[int],
-                attention_mask: torch.Tensor | None = None, rate: float | torch.Tensor = 0.15,
-                mask_prob: float = 0.8, random_prob: float = 0.1, keep_prob: float = 0.1,
-                whole_word_starts: torch.Tensor | None = None, at_least_one: bool = False,
-                max_predictions: int | None = None, generator: torch.Generator | None = None) -> MaskedBatch:
-    """Pick M among real, non-special tokens and corrupt it; see the module docstring.
-
-    ``rate`` may be a float or a tensor with one rate per row. ``whole_word_starts`` is a bool
-    [B, T] tensor, True where a word begins (False on ``##`` pieces). Random replacements are
-    drawn uniformly from the non-special vocabulary.
-    """
-    _check(input_ids, vocab_size, rate, mask_prob, random_prob, keep_prob, max_predictions)
-    ids = input_ids.long()
-    B, T = ids.shape
-    dev = ids.device
-    special = torch.tensor(sorted({int(s) for s in special_ids}), dtype=torch.long, device=dev)
-    cand = ~torch.isin(ids, special)
+def _real_tokens(ids: torch.Tensor, special: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    """Bool [B, T]: the candidates for M. [CLS], [SEP] and padding are never targets: they carry
+    no word to predict, and a model would only learn where they sit."""
+    real = ~torch.isin(ids, special)
     if attention_mask is not None:
-        if attention_mask.shape != ids.shape:
-            raise ValueError(f"attention_mask shape {tuple(attention_mask.shape)} != input_ids shape {tuple(ids.shape)}")
-        cand &= attention_mask.bool()
+        real &= attention_mask.bool()
+    return real
 
-    # Word groups: each position's word index; without whole-word masking every token is a word.
-    if whole_word_starts is not None:
-        if whole_word_starts.shape != ids.shape:
-            raise ValueError("whole_word_starts must have the shape of input_ids")
-        starts = whole_word_starts.bool() | ~cand  # a special token or padding always ends a word
-        group = torch.cumsum(starts.long(), dim=1)  # 0 .. T
-    else:
-        group = torch.arange(1, T + 1, device=dev).expand(B, T)
-    # Draw on the generator's device (a CPU generator can mask a GPU batch), then move over.
-    gdev = generator.device if generator is not None else dev
-    u_word = torch.rand((B, T + 1), generator=generator, device=gdev, dtype=torch.float64).to(dev)
-    u = torch.gather(u_word, 1, group)  # one uniform per word, shared by its pieces
 
-    r = torch.as_tensor(rate, dtype=torch.float64, device=dev)
-    r = r.view(-1, 1) if r.dim() == 1 else r
-    masked = cand & (u < r)
+def _word_index(real: torch.Tensor, whole_word_starts: torch.Tensor | None) -> torch.Tensor:
+    """Long [B, T] in 0 .. T: the word each position belongs to, so that a word's pieces can share
+    one coin. Without whole-word masking every token is a word of its own (indices 1 .. T)."""
+    B, T = real.shape
+    if whole_word_starts is None:
+        return torch.arange(1, T + 1, device=real.device).expand(B, T)
+    starts = whole_word_starts.bool() | ~real  # a special token or padding always ends a word
+    return torch.cumsum(starts.long(), dim=1)
 
-    if max_predictions is not None and T > 0:
-        # Visit chosen words in random order (ascending u) and keep the prefix that fits the cap.
-        key = torch.where(masked, u, torch.full_like(u, 2.0))
-        order = torch.argsort(key, dim=1, stable=True)
-        count_sorted = torch.cumsum(torch.gather(masked.long(), 1, order), dim=1)
-        count = torch.empty_like(count_sorted).scatter_(1, order, count_sorted)
-        word_total = torch.zeros((B, T + 1), dtype=torch.long, device=dev)
-        word_total.scatter_reduce_(1, group, torch.where(masked, count, torch.zeros_like(count)), reduce="amax")
-        masked &= torch.gather(word_total, 1, group) <= max_predictions
 
-    if at_least_one and T > 0:
-        empty = ~masked.any(dim=1) & cand.any(dim=1)
-        if bool(empty.any()):
-            first = torch.where(cand, u, torch.full_like(u, 2.0)).argmin(dim=1, keepdim=True)
-            pick = cand & (group == torch.gather(group, 1, first)) & empty.view(-1, 1)
-            masked |= pick
+def _draw_device(generator: torch.Generator | None, device: torch.device) -> torch.device:
+    """Where to draw: on the generator's device, so that a CPU generator can mask a GPU batch and
+    gives the same draws wherever the batch lives; the draws are then moved to the batch."""
+    return generator.device if generator is not None else device
 
-    v = torch.rand((B, T), generator=generator, device=gdev).to(dev)
-    replaced = masked & (v < mask_prob)
-    randomized = masked & (v >= mask_prob) & (v < mask_prob + random_prob)
+
+def _uniform(shape: tuple[int, ...], generator: torch.Generator | None, device: torch.device,
+             dtype: torch.dtype | None = None) -> torch.Tensor:
+    """Uniform [0, 1) draws of ``shape`` (see :func:`_draw_device` for where they are made)."""
+    return torch.rand(shape, generator=generator, device=_draw_device(generator, device), dtype=dtype).to(device)
+
+
+def _cap_predictions(masked: torch.Tensor, coin: torch.Tensor, word: torch.Tensor, cap: int) -> torch.Tensor:
+    """Keep at most ``cap`` tokens of M per row, dropping whole words, never single pieces.
+
+    The chosen words are visited in ascending order of their coin, which is already a uniform
+    random order, so no extra draw is needed; a word stays if the running count of tokens up to
+    and including its last piece fits the cap.
+    """
+    B, T = masked.shape
+    if T == 0:
+        return masked
+    key = torch.where(masked, coin, torch.full_like(coin, 2.0))  # unchosen positions go last
+    order = torch.argsort(key, dim=1, stable=True)
+    count_sorted = torch.cumsum(torch.gather(masked.long(), 1, order), dim=1)
+    count = torch.empty_like(count_sorted).scatter_(1, order, count_sorted)
+    word_total = torch.zeros((B, T + 1), dtype=torch.long, device=masked.device)
+    word_total.scatter_reduce_(1, word, torch.where(masked, count, torch.zeros_like(count)), reduce="amax")
+    return masked & (torch.gather(word_total, 1, word) <= cap)
+
+
+def _at_least_one(masked: torch.Tensor, real: torch.Tensor, coin: torch.Tensor, word: torch.Tensor) -> torch.Tensor:
+    """In a row where M came out empty but has a candidate, add the candidate word with the
+    smallest coin: a uniformly random word, chosen without an extra draw, so that a short
+    sentence still gives a training signal and the draws after this one stay the same."""
+    if masked.shape[1] == 0:
+        return masked
+    empty = ~masked.any(dim=1) & real.any(dim=1)
+    if not bool(empty.any()):
+        return masked
+    first = torch.where(real, coin, torch.full_like(coin, 2.0)).argmin(dim=1, keepdim=True)
+    return masked | (real & (word == torch.gather(word, 1, first)) & empty.view(-1, 1))
+
+
+def _split(masked: torch.Tensor, corruption: Corruption,
+           generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Cut M into (replaced, randomized, kept) with one uniform coin per position: below
+    ``mask`` it becomes [MASK], in the next ``random`` a random token, the rest stays unchanged.
+    Kept and random tokens make the model predict at positions that hold a real token too."""
+    v = _uniform(masked.shape, generator, masked.device)
+    replaced = masked & (v < corruption.mask)
+    randomized = masked & (v >= corruption.mask) & (v < corruption.mask + corruption.random)
     kept = masked & ~replaced & ~randomized
+    return replaced, randomized, kept
 
-    allowed = torch.ones(vocab_size, dtype=torch.bool, device=dev)
+
+def _random_tokens(shape: torch.Size, vocab_size: int, special: torch.Tensor,
+                   generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
+    """A token drawn uniformly from the non-special vocabulary at every position (only those in
+    the random share are used): a random [CLS] or [PAD] would be a signal, not noise."""
+    allowed = torch.ones(vocab_size, dtype=torch.bool, device=device)
     allowed[special[special < vocab_size]] = False
     allowed_ids = allowed.nonzero().squeeze(1)
-    if allowed_ids.numel() == 0:
-        raise ValueError("every vocabulary id is special; there is no token to draw at random")
-    rand_tok = allowed_ids[torch.randint(len(allowed_ids), (B, T), generator=generator, device=gdev).to(dev)]
-
-    out = torch.where(replaced, torch.full_like(ids, mask_token_id), ids)
-    out = torch.where(randomized, rand_tok, out)
-    labels = torch.where(masked, ids, torch.full_like(ids, IGNORE_INDEX))
-    return MaskedBatch(out, labels, masked, replaced, randomized, kept)
+    pick = torch.randint(len(allowed_ids), shape, generator=generator, device=_draw_device(generator, device))
+    return allowed_ids[pick.to(device)]
 
 
 def word_starts(tokens_or_ids: torch.Tensor | list[list[str]], ids_to_tokens: list[str] | None = None) -> torch.Tensor:
@@ -145,44 +226,3 @@ def word_starts(tokens_or_ids: torch.Tensor | list[list[str]], ids_to_tokens: li
         is_cont = torch.tensor([t.startswith("##") for t in ids_to_tokens], dtype=torch.bool)
         return ~is_cont.to(tokens_or_ids.device)[tokens_or_ids]
     return torch.tensor([[not t.startswith("##") for t in row] for row in tokens_or_ids], dtype=torch.bool)
-
-
-class Masker:
-    """Dynamic or static masking with fixed settings.
-
-    Dynamic (RoBERTa): a fresh M every time a sequence is seen, from one generator seeded once.
-    Static (original BERT): the same M whenever the same sequence comes back, whatever batch it
-    sits in, because each row's generator is seeded from ``seed`` and the row's own tokens.
-    """
-
-    def __init__(self, *, mask_token_id: int, vocab_size: int, special_ids: Iterable[int], seed: int = 0,
-                 dynamic: bool = True, ids_to_tokens: list[str] | None = None, whole_word: bool = False,
-                 **options) -> None:
-        self.common = dict(mask_token_id=mask_token_id, vocab_size=vocab_size, special_ids=frozenset(special_ids), **options)
-        self.seed, self.dynamic = seed, dynamic
-        self.ids_to_tokens = ids_to_tokens
-        if whole_word and ids_to_tokens is None:
-            raise ValueError("whole-word masking needs ids_to_tokens to recognise ## pieces")
-        self.whole_word = whole_word
-        self.generator = torch.Generator().manual_seed(seed)
-
-    def __call__(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> MaskedBatch:
-        starts = word_starts(input_ids, self.ids_to_tokens) if self.whole_word else None
-        if self.dynamic:
-            return mask_tokens(input_ids, attention_mask=attention_mask, whole_word_starts=starts,
-                               generator=self.generator, **self.common)
-        # Static: each row is masked on its real (unpadded) part with a generator keyed by its
-        # tokens, so padding width and batch company do not change its mask. Assumes right padding.
-        B, T = input_ids.shape
-        out = MaskedBatch(input_ids.clone(), torch.full_like(input_ids, -100),
-                          *(torch.zeros((B, T), dtype=torch.bool) for _ in range(4)))
-        for i in range(B):
-            n = int(attention_mask[i].sum()) if attention_mask is not None else T
-            row = input_ids[i:i + 1, :n]
-            digest = hashlib.blake2b(row.cpu().numpy().tobytes(), digest_size=8).digest()
-            g = torch.Generator().manual_seed((self.seed * 1_000_003 + int.from_bytes(digest, "little")) % (2**63))
-            r = mask_tokens(row, generator=g, whole_word_starts=starts[i:i + 1, :n] if starts is not None else None,
-                            **self.common)
-            for f in ("input_ids", "labels", "masked", "replaced", "randomized", "kept"):
-                getattr(out, f)[i, :n] = getattr(r, f)[0]
-        return out

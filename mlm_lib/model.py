@@ -1,14 +1,16 @@
 """BERT as in Devlin et al. (2019): embeddings, a post-LN Transformer encoder, the pooler, and the
 two pretraining heads (masked language modelling and next sentence prediction).
 
-The numbers match Hugging Face's ``BertForPreTraining`` (see ``mlm_lib.hf`` for loading and saving
-their folders). Two differences in layout make training faster without changing the maths:
+Read it top-down: the config, the embeddings, attention, one layer, the encoder, the heads, the
+pretraining model; initialisation comes last. Every ``forward`` here is the plain path that the
+chapters print. The numbers match Hugging Face's ``BertForPreTraining`` (``mlm_lib.hf`` loads and
+saves their folders). One difference in layout: the query, key and value projections are one
+``Linear`` of width 3H (one matrix multiply instead of three); ``mlm_lib.hf`` splits and joins them.
 
-- the query, key and value projections are one ``Linear`` of width 3H (one matrix multiply instead
-  of three); ``mlm_lib.hf`` splits and joins them when it talks to Hugging Face;
-- given the set M (``masked_positions``), the MLM head gathers the masked rows *first* and projects
-  only those onto the vocabulary. With 15% masking that skips 85% of the largest matrix multiply
-  in the model, and the loss is the same because positions outside M never enter it.
+Given the set M (``masked_positions``), the MLM head gathers the rows of M *first* and scores only
+those against the vocabulary: the loss is the same, because positions outside M never enter it,
+and with 15% masking 85% of the largest matrix multiply is skipped. Two further training
+shortcuts with the same numbers live in :mod:`mlm_lib.fast_paths`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ ACTIVATIONS = {
     "relu": F.relu,
 }
 
+# A weight is drawn from a normal cut at this many standard deviations, as TensorFlow's
+# truncated_normal_initializer (used by Google's BERT) does.
+TRUNCATE_AT_STD = 2.0
+
 
 @dataclass
 class BertConfig:
@@ -48,7 +54,17 @@ class BertConfig:
     initializer_range: float = 0.02
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
-    use_sdpa: bool = True  # fast attention path; the explicit path is used when it is False
+    use_sdpa: bool = True  # fast attention kernel; the explicit path is used when it is False
+
+    # Model sizes (L, H, A), one table for the whole library: the chapters' live experiments
+    # ("micro", seconds per run on a laptop), Google's BERT miniatures (Turc et al. 2019) and base.
+    PRESETS = {
+        "micro": (2, 64, 2),
+        "tiny": (2, 128, 2),
+        "mini": (4, 256, 4),
+        "small": (4, 512, 8),
+        "base": (12, 768, 12),
+    }
 
     def __post_init__(self) -> None:
         # Fail here, with the field's name, rather than with a shape error deep inside a layer.
@@ -70,26 +86,17 @@ class BertConfig:
             raise ValueError(
                 f"BertConfig.hidden_act must be one of {sorted(ACTIVATIONS)}, got {self.hidden_act!r}"
             )
-        if not self.initializer_range > 0:
-            raise ValueError(f"BertConfig.initializer_range must be positive, got {self.initializer_range!r}")
-        if not self.layer_norm_eps > 0:
-            raise ValueError(f"BertConfig.layer_norm_eps must be positive, got {self.layer_norm_eps!r}")
+        for name in ("initializer_range", "layer_norm_eps"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"BertConfig.{name} must be positive, got {getattr(self, name)!r}")
         if not 0 <= self.pad_token_id < self.vocab_size:
             raise ValueError(
                 f"BertConfig.pad_token_id must be in [0, vocab_size), got {self.pad_token_id!r}"
             )
 
-    # Sizes of Google's BERT miniatures (Turc et al. 2019) and BERT-base: (L, H, A).
-    PRESETS = {
-        "tiny": (2, 128, 2),
-        "mini": (4, 256, 4),
-        "small": (4, 512, 8),
-        "base": (12, 768, 12),
-    }
-
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> "BertConfig":
-        """A named size: ``tiny`` and ``mini`` train on a laptop CPU, ``small`` and ``base`` want a GPU."""
+        """A named size from :attr:`PRESETS` (feed-forward 4H); ``base`` wants a GPU."""
         if name not in cls.PRESETS:
             raise ValueError(f"unknown BertConfig preset {name!r}; choose one of {sorted(cls.PRESETS)}")
         layers, hidden, heads = cls.PRESETS[name]
@@ -118,15 +125,15 @@ class EncoderOutput:
 
 @dataclass
 class PreTrainingOutput:
-    mlm_logits: torch.Tensor | None  # [|M|, V] with masked_positions, else [B, T, V]; None with mlm_targets
+    mlm_logits: torch.Tensor  # [|M|, V] with masked_positions, else [B, T, V]
     nsp_logits: torch.Tensor  # [B, 2]; column 0 = IsNext, 1 = NotNext (Google's order)
-    last_hidden_state: torch.Tensor | None  # None with the ``last_layer_rows_only`` shortcut
+    last_hidden_state: torch.Tensor
     pooled_output: torch.Tensor
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
-    mlm_nll: torch.Tensor | None = None  # [|M|], -log P(x_i | x_\M), only with mlm_targets
-    mlm_predictions: torch.Tensor | None = None  # [|M|] arg-max token ids, only with mlm_targets
 
+
+# ---------------------------------------------------------------- embeddings
 
 class BertEmbeddings(nn.Module):
     """Token + learned absolute position + segment embeddings, then LayerNorm and dropout."""
@@ -137,7 +144,7 @@ class BertEmbeddings(nn.Module):
                                             padding_idx=config.pad_token_id)
         self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor) -> torch.Tensor:
@@ -145,13 +152,45 @@ class BertEmbeddings(nn.Module):
         # Position embeddings are a slice of the table (positions 0..T-1 are the same in every row).
         x = (self.word_embeddings(input_ids) + self.token_type_embeddings(token_type_ids)
              + self.position_embeddings.weight[:T])
-        return self.dropout(self.LayerNorm(x))
+        return self.dropout(self.norm(x))
+
+
+# ---------------------------------------------------------------- attention
+
+def additive_bias(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Bool "this query may read this key" -> the additive attention bias: 0 where allowed, the
+    dtype's minimum where not. The minimum rather than -inf keeps a row with nothing allowed (all
+    padding) finite: it becomes uniform instead of 0/0 = NaN."""
+    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill(
+        ~allowed, torch.finfo(dtype).min)
+
+
+def padding_bias(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+    """[B, T] 1/0 padding mask -> bias [B, 1, 1, T] that hides padded keys from every query.
+
+    None when nothing is padded, so attention runs with no bias at all. That test reads the data,
+    which would stall a GPU at every step, so it is made on the CPU only."""
+    if attention_mask is None or (attention_mask.device.type == "cpu" and bool(attention_mask.all())):
+        return None
+    return additive_bias(attention_mask.bool()[:, None, None, :], dtype)
+
+
+def attention_bias(seq_len: int, causal: bool, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """Bias [1, 1, T, T] for :class:`BertModel`'s ``attention_bias``: 0 where query i may read key
+    j, a large negative number where it may not. Bidirectional (BERT): every j. Causal (GPT): only
+    j <= i."""
+    if seq_len < 1:
+        raise ValueError(f"seq_len must be positive, got {seq_len}")
+    allowed = torch.ones(seq_len, seq_len, dtype=torch.bool)
+    if causal:
+        allowed = allowed.tril()
+    return additive_bias(allowed, dtype)[None, None]
 
 
 class BertSelfAttention(nn.Module):
-    """Multi-head self-attention, softmax(Q K^T / sqrt(d) + mask) V, with a fused QKV projection.
+    """Multi-head self-attention, softmax(Q K^T / sqrt(d) + bias) V, with a fused QKV projection.
 
-    Two paths give the same numbers: ``F.scaled_dot_product_attention`` (fast, fused kernels) and an
+    Two paths give the same numbers: ``F.scaled_dot_product_attention`` (fused kernels) and an
     explicit one that also returns the attention probabilities, for the chapters that draw them.
     """
 
@@ -163,37 +202,31 @@ class BertSelfAttention(nn.Module):
         self.dropout_p = config.attention_probs_dropout_prob
         self.use_sdpa = config.use_sdpa
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_probs: bool = False,
-                query_index: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``mask`` is additive, [B, 1, 1, T]: 0 for real keys, a large negative number for padding.
-
-        ``query_index`` ([B, Q] positions) computes the output only for those query rows; keys and
-        values still come from every position.
-        """
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None, need_probs: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``x`` [B, T, H] -> ([B, T, H], the probabilities [B, A, T, T] when ``need_probs``)."""
         B, T, H = x.shape
-        if query_index is None:
-            q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        else:
-            W, b = self.qkv.weight, self.qkv.bias
-            xq = x.gather(1, query_index[..., None].expand(-1, -1, H))
-            T = query_index.size(1)
-            q = F.linear(xq, W[:H], b[:H]).view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
-            kv = F.linear(x, W[H:], b[H:]).view(B, -1, 2, self.num_heads, self.head_dim)
-            k, v = kv.permute(2, 0, 3, 1, 4)
+        q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        return self.attend(q, k, v, bias, need_probs)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None,
+               need_probs: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The heads [B, A, T, d] of queries, keys and values -> ([B, Tq, H], probabilities)."""
         p = self.dropout_p if self.training else 0.0
         probs = None
         if self.use_sdpa and not need_probs:
-            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=p)
         else:
             scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.head_dim)
-            if mask is not None:
-                scores = scores + mask
-            # The mask is finite (the dtype's minimum), so an all-padding row gives a uniform row
-            # instead of 0/0 = NaN.
+            if bias is not None:
+                scores = scores + bias
             probs = scores.softmax(dim=-1)
             ctx = F.dropout(probs, p) @ v
-        return ctx.transpose(1, 2).reshape(B, T, H), probs
+        B, A, T, d = ctx.shape
+        return ctx.transpose(1, 2).reshape(B, T, A * d), probs
 
+
+# ---------------------------------------------------------------- one layer, the encoder
 
 class BertLayer(nn.Module):
     """One post-LN encoder layer: x = LN(x + Attn(x)); x = LN(x + FFN(x)), as in the original BERT."""
@@ -209,37 +242,168 @@ class BertLayer(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.act = ACTIVATIONS[config.hidden_act]
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None, need_probs: bool = False,
-                query_index: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """With ``query_index`` ([B, Q]) only those rows are computed, and the output is [B, Q, H]."""
-        a, probs = self.attention(x, mask, need_probs, query_index)
-        if query_index is not None:
-            x = x.gather(1, query_index[..., None].expand(-1, -1, x.size(-1)))
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None, need_probs: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        a, probs = self.attention(x, bias, need_probs)
+        return self.after_attention(x, a), probs
+
+    def after_attention(self, x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
+        """Residual and LayerNorm around the attention output ``a``, then the feed-forward block."""
         x = self.attention_norm(x + self.dropout(self.attention_output(a)))
         h = self.output(self.act(self.intermediate(x)))
-        x = self.output_norm(x + self.dropout(h))
-        return x, probs
+        return self.output_norm(x + self.dropout(h))
 
 
-def truncated_normal_(t: torch.Tensor, std: float, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Fill ``t`` with normal(0, std) values cut at +-2 std, redrawing those outside (as TensorFlow
-    does). Faster on CPU than ``nn.init.trunc_normal_``, whose inverse-CDF method is slow there."""
-    if t.is_meta:  # shapes only (e.g. counting parameters): nothing to fill
-        return t
-    if generator is not None and generator.device != t.device:  # e.g. built under a cuda device
-        with torch.no_grad():
-            return t.copy_(truncated_normal_(torch.empty(t.shape, dtype=t.dtype), std, generator))
-    with torch.no_grad():
-        t.normal_(0.0, std, generator=generator)
-        bad = t.abs() > 2 * std
-        values = torch.empty(int(bad.sum()), dtype=t.dtype, device=t.device)
-        redo = torch.ones_like(values, dtype=torch.bool)
-        while redo.any():
-            values[redo] = std * torch.randn(int(redo.sum()), generator=generator, dtype=t.dtype,
-                                             device=t.device)
-            redo = values.abs() > 2 * std
-        t[bad] = values
-    return t
+def check_inputs(config: BertConfig, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
+                 attention_mask: torch.Tensor | None) -> None:
+    """Turn the usual mistakes into ValueErrors that say what is wrong.
+
+    Shapes are checked everywhere; the ranges of the ids only on the CPU, where reading them is
+    free (on a GPU it would stall every step, and an out-of-range id fails in the lookup anyway)."""
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+        raise ValueError(f"input_ids must be a 2-D tensor [batch, seq_len], got "
+                         f"{getattr(input_ids, 'shape', type(input_ids))}")
+    if input_ids.dtype not in (torch.long, torch.int32, torch.int16, torch.uint8):
+        raise ValueError(f"input_ids must hold integer token ids, got dtype {input_ids.dtype}")
+    B, T = input_ids.shape
+    if T == 0 or T > config.max_position_embeddings:
+        raise ValueError(f"sequence length {T} must be in [1, max_position_embeddings="
+                         f"{config.max_position_embeddings}]")
+    for name, t in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
+        if t is not None and tuple(t.shape) != (B, T):
+            raise ValueError(f"{name} must have the shape of input_ids {(B, T)}, got {tuple(t.shape)}")
+    if input_ids.device.type != "cpu" or not input_ids.numel():
+        return
+    if input_ids.min() < 0 or input_ids.max() >= config.vocab_size:
+        raise ValueError(f"input_ids must be in [0, vocab_size={config.vocab_size}), got values in "
+                         f"[{int(input_ids.min())}, {int(input_ids.max())}]")
+    if token_type_ids is not None and (token_type_ids.min() < 0
+                                       or token_type_ids.max() >= config.type_vocab_size):
+        raise ValueError(f"token_type_ids must be in [0, type_vocab_size={config.type_vocab_size})")
+
+
+class BertModel(nn.Module):
+    """The encoder: embeddings, L post-LN layers, and the pooler (tanh on the [CLS] vector)."""
+
+    def __init__(self, config: BertConfig, seed: int | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
+        self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
+        init_bert_weights(self, config.initializer_range, seeded_generator(seed))
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None,
+                attention_bias: torch.Tensor | None = None, output_attentions: bool = False,
+                output_hidden_states: bool = False) -> EncoderOutput:
+        """``attention_mask`` [B, T] marks real tokens (1) and padding (0). ``attention_bias`` adds
+        any other rule of who may read whom, e.g. :func:`attention_bias` with ``causal=True``."""
+        x, bias = self.embed(input_ids, token_type_ids, attention_mask, attention_bias)
+        hidden, attentions = [x], []
+        for layer in self.layers:
+            x, probs = layer(x, bias, need_probs=output_attentions)
+            hidden.append(x)
+            attentions.append(probs)
+        return EncoderOutput(x, self.pool(x), tuple(hidden) if output_hidden_states else None,
+                             tuple(attentions) if output_attentions else None)
+
+    def embed(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
+              attention_mask: torch.Tensor | None, attention_bias: torch.Tensor | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The layers' input x [B, T, H] and the one attention bias that every layer uses."""
+        check_inputs(self.config, input_ids, token_type_ids, attention_mask)
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        x = self.embeddings(input_ids, token_type_ids)
+        bias = padding_bias(attention_mask, x.dtype)
+        if attention_bias is not None:
+            extra = attention_bias.to(x.dtype)
+            bias = extra if bias is None else (bias + extra).clamp(min=torch.finfo(x.dtype).min)
+        return x, bias
+
+    def pool(self, x: torch.Tensor) -> torch.Tensor:
+        """tanh(W h_[CLS] + b): the sequence's vector for NSP and classifiers ([CLS] is position 0)."""
+        return torch.tanh(self.pooler(x[:, 0]))
+
+
+# ---------------------------------------------------------------- heads and the pretraining model
+
+class BertPreTrainingHeads(nn.Module):
+    """MLM head (transform: dense, GELU, LayerNorm; decoder tied to the word embeddings; output
+    bias) and NSP head (a linear layer on the pooled [CLS] vector)."""
+
+    def __init__(self, config: BertConfig) -> None:
+        super().__init__()
+        self.transform = nn.Linear(config.hidden_size, config.hidden_size)
+        self.transform_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.predictions_bias = nn.Parameter(torch.zeros(config.vocab_size))
+        self.seq_relationship = nn.Linear(config.hidden_size, 2)
+        self.act = ACTIVATIONS[config.hidden_act]
+
+    def transform_hidden(self, h: torch.Tensor) -> torch.Tensor:
+        """The head's transform before the vocabulary: dense, GELU, LayerNorm."""
+        return self.transform_norm(self.act(self.transform(h)))
+
+    def mlm_logits(self, h: torch.Tensor, word_embeddings: torch.Tensor) -> torch.Tensor:
+        """Scores over the whole vocabulary V for each row of ``h`` ([..., H] -> [..., V])."""
+        return F.linear(self.transform_hidden(h), word_embeddings, self.predictions_bias)
+
+
+class BertForPreTraining(nn.Module):
+    """BERT with its two pretraining heads. ``.bert`` is the encoder, ``.cls`` the heads."""
+
+    def __init__(self, config: BertConfig, seed: int | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.bert = BertModel(config, seed=seed)
+        self.cls = BertPreTrainingHeads(config)
+        heads_seed = None if seed is None else seed + HEADS_SEED_OFFSET
+        init_bert_weights(self.cls, config.initializer_range, seeded_generator(heads_seed))
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None,
+                masked_positions: torch.Tensor | None = None, output_attentions: bool = False,
+                output_hidden_states: bool = False) -> PreTrainingOutput:
+        """With ``masked_positions`` (bool [B, T], the set M) the MLM logits are [|M|, V], one row per
+        masked token in row-major order (the order of ``input_ids[masked_positions]``); without it
+        they are [B, T, V], every position (the chapters use this to look at all predictions)."""
+        enc = self.bert(input_ids, token_type_ids, attention_mask, output_attentions=output_attentions,
+                        output_hidden_states=output_hidden_states)
+        h = enc.last_hidden_state
+        if masked_positions is not None:
+            h = h[check_positions(masked_positions, input_ids)]  # gather the rows of M first: [|M|, H]
+        mlm_logits = self.cls.mlm_logits(h, self.bert.embeddings.word_embeddings.weight)
+        nsp_logits = self.cls.seq_relationship(enc.pooled_output)
+        return PreTrainingOutput(mlm_logits, nsp_logits, enc.last_hidden_state, enc.pooled_output,
+                                 enc.hidden_states, enc.attentions)
+
+
+def check_positions(masked_positions: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
+    """``masked_positions`` must be a bool tensor shaped like ``input_ids``; returned as it is."""
+    if tuple(masked_positions.shape) != tuple(input_ids.shape):
+        raise ValueError(f"masked_positions must have the shape of input_ids "
+                         f"{tuple(input_ids.shape)}, got {tuple(masked_positions.shape)}")
+    if masked_positions.dtype != torch.bool:
+        raise ValueError(f"masked_positions must be a bool tensor, got {masked_positions.dtype}")
+    return masked_positions
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Number of trainable parameters (the tied decoder is counted once, as it is stored once)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+# ---------------------------------------------------------------- initialisation
+
+# The heads draw from their own seeded generator (seed + this), so the encoder's initial weights
+# are the same whether or not heads sit on top of it.
+HEADS_SEED_OFFSET = 1
+
+
+def seeded_generator(seed: int | None) -> torch.Generator | None:
+    """A CPU generator seeded with ``seed``, or None (the global RNG) when no seed is given."""
+    return torch.Generator().manual_seed(seed) if seed is not None else None
 
 
 def init_bert_weights(module: nn.Module, std: float, generator: torch.Generator | None = None) -> None:
@@ -265,186 +429,23 @@ def init_bert_weights(module: nn.Module, std: float, generator: torch.Generator 
             nn.init.zeros_(p)
 
 
-def _check_inputs(config: BertConfig, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
-                  attention_mask: torch.Tensor | None) -> None:
-    """Turn the usual mistakes into ValueErrors that say what is wrong."""
-    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
-        raise ValueError(f"input_ids must be a 2-D tensor [batch, seq_len], got "
-                         f"{getattr(input_ids, 'shape', type(input_ids))}")
-    if input_ids.dtype not in (torch.long, torch.int32, torch.int16, torch.uint8):
-        raise ValueError(f"input_ids must hold integer token ids, got dtype {input_ids.dtype}")
-    B, T = input_ids.shape
-    if T == 0:
-        raise ValueError("input_ids has seq_len 0")
-    if T > config.max_position_embeddings:
-        raise ValueError(f"sequence length {T} exceeds max_position_embeddings "
-                         f"({config.max_position_embeddings})")
-    if input_ids.numel() and (input_ids.min() < 0 or input_ids.max() >= config.vocab_size):
-        raise ValueError(f"input_ids must be in [0, vocab_size={config.vocab_size}), got values in "
-                         f"[{int(input_ids.min())}, {int(input_ids.max())}]")
-    for name, t in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
-        if t is not None and tuple(t.shape) != (B, T):
-            raise ValueError(f"{name} must have the shape of input_ids {(B, T)}, got {tuple(t.shape)}")
-    if token_type_ids is not None and token_type_ids.numel() and (
-            token_type_ids.min() < 0 or token_type_ids.max() >= config.type_vocab_size):
-        raise ValueError(f"token_type_ids must be in [0, type_vocab_size={config.type_vocab_size})")
-
-
-class BertModel(nn.Module):
-    """The encoder: embeddings, L post-LN layers, and the pooler (tanh on the [CLS] vector)."""
-
-    def __init__(self, config: BertConfig, seed: int | None = None) -> None:
-        super().__init__()
-        self.config = config
-        self.embeddings = BertEmbeddings(config)
-        self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
-        self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
-        gen = torch.Generator().manual_seed(seed) if seed is not None else None
-        init_bert_weights(self, config.initializer_range, gen)
-
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False,
-                last_layer_index: torch.Tensor | None = None) -> EncoderOutput:
-        """``last_layer_index`` ([B, Q] positions, position 0 first) is a training shortcut: the last
-        layer then computes only those rows, and ``last_hidden_state`` is [B, Q, H]."""
-        _check_inputs(self.config, input_ids, token_type_ids, attention_mask)
-        if last_layer_index is not None and (output_hidden_states or output_attentions):
-            raise ValueError("last_layer_index cannot be combined with output_hidden_states or "
-                             "output_attentions (the last layer would be partial)")
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
-        x = self.embeddings(input_ids, token_type_ids)
-        mask = self.additive_mask(attention_mask, x.dtype)
-        hidden = [x] if output_hidden_states else None
-        attentions = [] if output_attentions else None
-        last = len(self.layers) - 1
-        for i, layer in enumerate(self.layers):
-            x, probs = layer(x, mask, output_attentions, last_layer_index if i == last else None)
-            if hidden is not None:
-                hidden.append(x)
-            if attentions is not None:
-                attentions.append(probs)
-        pooled = torch.tanh(self.pooler(x[:, 0]))
-        return EncoderOutput(x, pooled, tuple(hidden) if hidden is not None else None,
-                             tuple(attentions) if attentions is not None else None)
-
-    @staticmethod
-    def additive_mask(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-        """[B, T] 1/0 padding mask -> additive [B, 1, 1, T] mask, built once for all layers.
-
-        Returns None when nothing is padded, so attention runs without a mask at all. Padding gets
-        the dtype's minimum rather than -inf: a row that is all padding then stays finite.
-        """
-        if attention_mask is None or bool(attention_mask.all()):
-            return None
-        keep = attention_mask.bool()[:, None, None, :]
-        return torch.zeros(keep.shape, dtype=dtype, device=keep.device).masked_fill(
-            ~keep, torch.finfo(dtype).min)
-
-
-class BertPreTrainingHeads(nn.Module):
-    """MLM head (transform: dense, GELU, LayerNorm; decoder tied to the word embeddings; output
-    bias) and NSP head (a linear layer on the pooled [CLS] vector)."""
-
-    def __init__(self, config: BertConfig) -> None:
-        super().__init__()
-        self.transform = nn.Linear(config.hidden_size, config.hidden_size)
-        self.transform_norm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.predictions_bias = nn.Parameter(torch.zeros(config.vocab_size))
-        self.seq_relationship = nn.Linear(config.hidden_size, 2)
-        self.act = ACTIVATIONS[config.hidden_act]
-
-    def transform_hidden(self, h: torch.Tensor) -> torch.Tensor:
-        """The head's transform before the vocabulary: dense, GELU, LayerNorm."""
-        return self.transform_norm(self.act(self.transform(h)))
-
-    def mlm_logits(self, h: torch.Tensor, word_embeddings: torch.Tensor) -> torch.Tensor:
-        """Scores over the whole vocabulary V for each row of ``h`` ([..., H] -> [..., V])."""
-        return F.linear(self.transform_hidden(h), word_embeddings, self.predictions_bias)
-
-    def mlm_nll(self, h: torch.Tensor, word_embeddings: torch.Tensor, targets: torch.Tensor
-                ) -> tuple[torch.Tensor, torch.Tensor]:
-        """-log P(x_i | x_\\M) and the arg-max for rows ``h`` [|M|, H], without materialising the
-        logits for autograd (``mlm_lib.loss.masked_nll``)."""
-        from mlm_lib.loss import masked_nll
-        return masked_nll(self.transform_hidden(h), word_embeddings, self.predictions_bias, targets)
-
-
-class BertForPreTraining(nn.Module):
-    """BERT with its two pretraining heads. ``.bert`` is the encoder, ``.cls`` the heads."""
-
-    def __init__(self, config: BertConfig, seed: int | None = None) -> None:
-        super().__init__()
-        self.config = config
-        self.bert = BertModel(config, seed=seed)
-        self.cls = BertPreTrainingHeads(config)
-        gen = torch.Generator().manual_seed(seed + 1) if seed is not None else None
-        init_bert_weights(self.cls, config.initializer_range, gen)
-
-    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None,
-                masked_positions: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False,
-                last_layer_rows_only: bool = False,
-                mlm_targets: torch.Tensor | None = None) -> PreTrainingOutput:
-        """With ``masked_positions`` (bool [B, T], the set M) the MLM logits are [|M|, V], one row per
-        masked token in row-major order (the order of ``input_ids[masked_positions]``); without it
-        they are [B, T, V], every position (the chapters use this to look at all predictions).
-
-        ``last_layer_rows_only`` (with ``masked_positions``) is a training fast path: the heads read
-        only the rows of M and [CLS], so the last layer computes only those rows (its keys and
-        values still see every position). Same logits and gradients; ``last_hidden_state`` is then
-        None. Ignored when hidden states or attentions are requested.
-
-        ``mlm_targets`` ([|M|], the original tokens of M in the same order, with
-        ``masked_positions``) is the other training fast path: the output then carries ``mlm_nll``
-        (-log P(x_i | x_\\M) per masked token) and ``mlm_predictions`` instead of the [|M|, V]
-        logits, computed by the fused ``mlm_lib.loss.masked_nll``.
-        """
-        if masked_positions is not None:
-            if tuple(masked_positions.shape) != tuple(input_ids.shape):
-                raise ValueError(f"masked_positions must have the shape of input_ids "
-                                 f"{tuple(input_ids.shape)}, got {tuple(masked_positions.shape)}")
-            if masked_positions.dtype != torch.bool:
-                raise ValueError(f"masked_positions must be a bool tensor, got {masked_positions.dtype}")
-        shortcut = (last_layer_rows_only and masked_positions is not None and not output_attentions
-                    and not output_hidden_states)
-        index = rows = None
-        if shortcut:
-            index, rows = _last_layer_rows(masked_positions)
-        enc = self.bert(input_ids, token_type_ids, attention_mask, output_attentions,
-                        output_hidden_states, last_layer_index=index)
-        h = enc.last_hidden_state
-        if shortcut:
-            h = h[rows]  # [|M|, H], still in row-major order of M
-        elif masked_positions is not None:
-            h = h[masked_positions]  # gather first: [|M|, H]
-        decoder = self.bert.embeddings.word_embeddings.weight
-        nsp = self.cls.seq_relationship(enc.pooled_output)
-        last = None if shortcut else enc.last_hidden_state
-        if mlm_targets is not None:
-            if masked_positions is None:
-                raise ValueError("mlm_targets needs masked_positions (the set M they belong to)")
-            nll, pred = self.cls.mlm_nll(h, decoder, mlm_targets)
-            return PreTrainingOutput(None, nsp, last, enc.pooled_output, enc.hidden_states,
-                                     enc.attentions, mlm_nll=nll, mlm_predictions=pred)
-        mlm = self.cls.mlm_logits(h, decoder)
-        return PreTrainingOutput(mlm, nsp, last, enc.pooled_output, enc.hidden_states, enc.attentions)
-
-
-def _last_layer_rows(masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Positions the heads need, per sequence: [CLS] (position 0) then M in order, padded to the
-    longest. Returns the index [B, Q] and a bool [B, Q] marking the entries that are in M."""
-    needed = masked.clone()
-    needed[:, 0] = True
-    Q = int(needed.sum(1).max())
-    # A stable sort puts the needed positions first, in increasing order; the tail is filler.
-    index = torch.sort((~needed).to(torch.uint8), dim=1, stable=True).indices[:, :Q]
-    real = torch.arange(Q, device=masked.device) < needed.sum(1, keepdim=True)
-    return index, masked.gather(1, index) & real
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Number of trainable parameters (the tied decoder is counted once, as it is stored once)."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+def truncated_normal_(t: torch.Tensor, std: float, generator: torch.Generator | None = None) -> torch.Tensor:
+    """Fill ``t`` with normal(0, std) values cut at +-2 std, redrawing those outside (as TensorFlow
+    does). Faster on CPU than ``nn.init.trunc_normal_``, whose inverse-CDF method is slow there."""
+    if t.is_meta:  # shapes only (e.g. counting parameters): nothing to fill
+        return t
+    if generator is not None and generator.device != t.device:  # e.g. built under a cuda device
+        with torch.no_grad():
+            return t.copy_(truncated_normal_(torch.empty(t.shape, dtype=t.dtype), std, generator))
+    limit = TRUNCATE_AT_STD * std
+    with torch.no_grad():
+        t.normal_(0.0, std, generator=generator)
+        bad = t.abs() > limit
+        values = torch.empty(int(bad.sum()), dtype=t.dtype, device=t.device)
+        redo = torch.ones_like(values, dtype=torch.bool)
+        while redo.any():
+            values[redo] = std * torch.randn(int(redo.sum()), generator=generator, dtype=t.dtype,
+                                             device=t.device)
+            redo = values.abs() > limit
+        t[bad] = values
+    return t

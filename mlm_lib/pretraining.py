@@ -21,12 +21,24 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 
-from mlm_lib.corpus import Document
+from mlm_lib.baselines import CountBaselines
+from mlm_lib.corpus import Document, load_corpus, train_valid_split
+from mlm_lib.tokenizer import book_tokenizer
 
+# NotNext draws a random document until it is not this one; after this many tries it takes what
+# it drew (a corpus of one document has no other), as Google's create_pretraining_data.py does.
+OTHER_DOCUMENT_TRIES = 10
+# The held-out documents are cut into examples with their own random stream (seed + this), so
+# that changing the training documents does not change the held-out examples' cuts.
+VALID_SEED_OFFSET = 7
+# The share of documents held out for evaluation, and the seed of that split (fixed, so that every
+# run of the book is scored on the same documents).
+VALID_FRACTION = 0.05
+SPLIT_SEED = 0
 
 @dataclass
 class PretrainingExample:
@@ -53,9 +65,11 @@ def truncate_seq_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: 
             trunc.pop()
 
 
-def _instances_from_document(docs: list[list[list[int]]], index: int, max_seq_length: int,
-                             short_seq_prob: float, nsp: bool, cls_id: int, sep_id: int,
-                             rng: random.Random) -> list[PretrainingExample]:
+def instances_from_document(docs: list[list[list[int]]], index: int, max_seq_length: int,
+                            short_seq_prob: float, nsp: bool, cls_id: int, sep_id: int,
+                            rng: random.Random) -> list[PretrainingExample]:
+    """The examples cut from ``docs[index]`` (see the module docstring); chapter 11 prints the
+    NSP part. ``docs`` holds every document as lists of token ids per sentence."""
     document = docs[index]
     max_num_tokens = max_seq_length - (3 if nsp else 2)
 
@@ -82,8 +96,7 @@ def _instances_from_document(docs: list[list[list[int]]], index: int, max_seq_le
                 if len(chunk) == 1 or rng.random() < 0.5:
                     is_next = 0
                     target_b = target - len(tokens_a)
-                    # Ten tries to find another document (a corpus of one document has none).
-                    for _ in range(10):
+                    for _ in range(OTHER_DOCUMENT_TRIES):
                         r = rng.randint(0, len(docs) - 1)
                         if r != index:
                             break
@@ -136,7 +149,7 @@ def create_pretraining_examples(documents: Sequence[Document], tokenizer, max_se
     examples: list[PretrainingExample] = []
     for _ in range(dupe_factor):
         for index in range(len(docs)):
-            examples.extend(_instances_from_document(docs, index, max_seq_length, short_seq_prob, nsp,
+            examples.extend(instances_from_document(docs, index, max_seq_length, short_seq_prob, nsp,
                                                      tokenizer.cls_id, tokenizer.sep_id, rng))
     if shuffle:
         rng.shuffle(examples)
@@ -159,3 +172,33 @@ def collate(examples: Sequence[PretrainingExample], pad_id: int) -> dict[str, to
         mask[i, :k] = 1
     is_next = torch.tensor([int(e.is_next) for e in examples], dtype=torch.long)
     return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask, "is_next": is_next}
+
+
+@dataclass
+class PreparedData:
+    """A corpus made ready for pretraining: the tokenizer and the examples of both splits."""
+
+    tokenizer: Any
+    train_examples: list[PretrainingExample]
+    valid_examples: list[PretrainingExample]
+    train_documents: list[Document]
+
+
+def prepare_data(cfg: Any, corpus: str | Sequence[str] = "wikipedia", tokenizer: Any | None = None,
+                 valid_fraction: float = VALID_FRACTION) -> PreparedData:
+    """Documents -> train/valid split -> tokenizer (the book's, unless given) -> examples, cut as
+    ``cfg`` (a :class:`~mlm_lib.train.TrainConfig`) says: sequence length, short share, NSP."""
+    docs = load_corpus(corpus)
+    train_docs, valid_docs = train_valid_split(docs, valid_fraction=valid_fraction, seed=SPLIT_SEED)
+    tokenizer = tokenizer or book_tokenizer()
+    kw = dict(max_seq_length=cfg.max_seq_length, short_seq_prob=cfg.short_seq_prob, nsp=cfg.nsp)
+    train_ex = create_pretraining_examples(train_docs, tokenizer, seed=cfg.seed, **kw)
+    valid_ex = create_pretraining_examples(valid_docs, tokenizer, seed=cfg.seed + VALID_SEED_OFFSET, **kw)
+    return PreparedData(tokenizer, list(train_ex), list(valid_ex), list(train_docs))
+
+
+def fit_baselines(data: PreparedData) -> CountBaselines:
+    """Count baselines on the training split's examples (the same pieces the BERT sees)."""
+    tok = data.tokenizer
+    return CountBaselines.fit((e.input_ids for e in data.train_examples), tok.vocab_size,
+                              tok.special_ids)

@@ -39,6 +39,10 @@ _CHOICE = (
     "display:inline-block;vertical-align:top;min-width:9em;margin:0.3em 0.6em 0.3em 0;"
     "border:1px solid rgba(127,127,127,0.45);border-radius:4px;padding:0.2em 0.6em"
 )
+# The verdict of a true-or-false choice: a green and a red dark enough for a light background and
+# bright enough for a dark one.
+_RIGHT_COLOUR = "#2f9e5a"
+_WRONG_COLOUR = "#d2463b"
 _TAG = (
     "font-size:0.75em;font-weight:600;letter-spacing:0.04em;text-transform:uppercase;"
     "opacity:0.75;margin-right:0.5em"
@@ -90,6 +94,11 @@ def _check_text(value: object, field: str) -> str:
     return value.strip()
 
 
+def _rendered(value: object, field: str) -> str:
+    """A widget's text argument, checked (a non-empty string) and rendered as HTML."""
+    return render_text(_check_text(value, field))
+
+
 def _check_item(item: str | None) -> str | None:
     if item is None:
         return None
@@ -117,6 +126,8 @@ class Recall:
 
 
 def _frame(kind: str, label: str, item: str | None, body: str) -> Recall:
+    """The box around every widget: a small tag naming its kind (and item id), then ``body``."""
+    item = _check_item(item)
     data_item = f' data-item="{item}"' if item else ""
     tag = f'<span class="recall-tag" style="{_TAG}">{label}{" · " + item if item else ""}</span>'
     markup = (
@@ -126,16 +137,21 @@ def _frame(kind: str, label: str, item: str | None, body: str) -> Recall:
     return Recall(kind=kind, html=markup)
 
 
+def _hidden_answer(summary: str, answer: str) -> str:
+    """``answer`` (HTML) in a closed ``<details>``: it stays hidden until the reader opens
+    ``summary``."""
+    return (
+        f'<details class="recall-details"><summary style="{_SUMMARY}">{summary}</summary>'
+        f'<div class="recall-answer">{answer}</div></details>'
+    )
+
+
 def reveal(question: str, answer: str, *, item: str | None = None) -> Recall:
     """A question the reader answers in their head, then opens to check."""
-    q = render_text(_check_text(question, "question"))
-    a = render_text(_check_text(answer, "answer"))
-    body = (
-        f'<div class="recall-question">{q}</div>'
-        f'<details class="recall-details"><summary style="{_SUMMARY}">Show the answer</summary>'
-        f'<div class="recall-answer">{a}</div></details>'
-    )
-    return _frame("reveal", "Recall", _check_item(item), body)
+    q = _rendered(question, "question")
+    a = _rendered(answer, "answer")
+    body = f'<div class="recall-question">{q}</div>' + _hidden_answer("Show the answer", a)
+    return _frame("reveal", "Recall", item, body)
 
 
 def true_or_false(statement: str, answer: bool, why: str, *, item: str | None = None) -> Recall:
@@ -145,17 +161,17 @@ def true_or_false(statement: str, answer: bool, why: str, *, item: str | None = 
         raise ValueError(
             f"answer must be True or False (a bool), got {answer!r} of type {type(answer).__name__}"
         )
-    s = render_text(_check_text(statement, "statement"))
-    w = render_text(_check_text(why, "why"))
+    s = _rendered(statement, "statement")
+    w = _rendered(why, "why")
     truth = "true" if answer else "false"
     choices = []
     for choice in (True, False):
         right = choice == answer
         verdict = (
-            f'<strong class="recall-verdict recall-right" style="color:#2f9e5a">'
+            f'<strong class="recall-verdict recall-right" style="color:{_RIGHT_COLOUR}">'
             f"Right: it is {truth}.</strong>"
             if right
-            else f'<strong class="recall-verdict recall-wrong" style="color:#d2463b">'
+            else f'<strong class="recall-verdict recall-wrong" style="color:{_WRONG_COLOUR}">'
             f"Not quite: it is {truth}.</strong>"
         )
         choices.append(
@@ -169,17 +185,15 @@ def true_or_false(statement: str, answer: bool, why: str, *, item: str | None = 
         '<div class="recall-prompt" style="opacity:0.8;font-size:0.9em">'
         "Commit first: open the one you believe.</div>" + "".join(choices)
     )
-    return _frame("tf", "True or false", _check_item(item), body)
+    return _frame("tf", "True or false", item, body)
 
 
 def spot_the_error(statement: str, error: str, *, item: str | None = None) -> Recall:
     """A statement with a mistake in it. The reader names the mistake, then reveals it."""
-    s = render_text(_check_text(statement, "statement"))
-    e = render_text(_check_text(error, "error"))
+    s = _rendered(statement, "statement")
+    e = _rendered(error, "error")
     body = (
         f'<blockquote class="recall-question" style="margin:0.4em 0;font-style:italic">'
-        f"{s}</blockquote>"
-        f'<details class="recall-details"><summary style="{_SUMMARY}">Name the error, then reveal'
-        f'</summary><div class="recall-answer">{e}</div></details>'
+        f"{s}</blockquote>" + _hidden_answer("Name the error, then reveal", e)
     )
-    return _frame("spot", "Spot the error", _check_item(item), body)
+    return _frame("spot", "Spot the error", item, body)

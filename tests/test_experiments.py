@@ -5,14 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mlm_lib.experiments import (attention_bias, corrupted_batches, encoder_forward,
-                                 generate_left_to_right, plot_attention, position_similarity,
-                                 score, token_windows, train_next_token, train_tiny)
-from mlm_lib.model import BertConfig, BertForPreTraining
-from mlm_lib.pretraining import PretrainingExample
+from mlm_lib.batches import masked_batches
+from mlm_lib.experiments import (generate_left_to_right, plot_attention, position_similarity,
+                                 score, token_windows, train_next_token, train_micro)
+from mlm_lib.masking import Corruption
+from mlm_lib.model import BertConfig, BertForPreTraining, attention_bias
+from mlm_lib.pretraining import PreparedData, PretrainingExample
 from mlm_lib.tokenizer import book_tokenizer
-from mlm_lib.train import PreparedData
-from numerics import assert_same_function
 
 torch.set_num_threads(2)
 
@@ -40,29 +39,29 @@ def data() -> PreparedData:
 
 def test_keeping_the_chosen_tokens_leaks_the_answer(data):
     # the same seed and steps; only the corruption differs
-    leak = train_tiny(mask_rate=0.15, mask_prob=0.0, random_prob=0.0, keep_prob=1.0, steps=40,
+    leak = train_micro(Corruption(mask=0.0, random=0.0, keep=1.0), steps=40,
                       data=data, max_seq_length=16, batch_size=8)
-    honest = train_tiny(mask_rate=0.15, mask_prob=1.0, random_prob=0.0, keep_prob=0.0, steps=40,
+    honest = train_micro(Corruption(mask=1.0, random=0.0, keep=0.0), steps=40,
                         data=data, max_seq_length=16, batch_size=8)
     assert leak.train_curve()[1][-1] < 0.8 * honest.train_curve()[1][-1]
     # the copying model fills visible tokens well, real blanks badly
-    copy = score(leak.model, data, keep_prob=1.0, mask_prob=0.0, rate=0.5)
-    blank = score(leak.model, data, rate=0.5)
-    assert copy["accuracy"] > blank["accuracy"] + 0.25
+    copy = score(leak.model, data, Corruption(select=0.5, mask=0.0, random=0.0, keep=1.0))
+    blank = score(leak.model, data, Corruption(select=0.5, mask=1.0, random=0.0, keep=0.0))
+    assert copy["mlm_acc"] > blank["mlm_acc"] + 0.25
 
 
 def test_runs_are_reproducible(data):
-    a = train_tiny(steps=5, data=data, max_seq_length=16, batch_size=8)
-    b = train_tiny(steps=5, data=data, max_seq_length=16, batch_size=8)
+    a = train_micro(steps=5, data=data, max_seq_length=16, batch_size=8)
+    b = train_micro(steps=5, data=data, max_seq_length=16, batch_size=8)
     assert a.train_curve() == b.train_curve()
     for p, q in zip(a.model.parameters(), b.model.parameters()):
         assert torch.equal(p, q)
 
 
 def test_start_from_continues_a_copy_of_a_trained_model(data):
-    base = train_tiny(steps=30, data=data, max_seq_length=16, batch_size=8)
+    base = train_micro(steps=30, data=data, max_seq_length=16, batch_size=8)
     before = {n: p.clone() for n, p in base.model.named_parameters()}
-    more = train_tiny(steps=5, data=data, start_from=base.model, batch_size=8, lr=1e-3)
+    more = train_micro(steps=5, data=data, start_from=base.model, batch_size=8, lr=1e-3)
     # the original is untouched, the copy has moved on from it (not from a fresh init)
     for n, p in base.model.named_parameters():
         assert torch.equal(p, before[n]), n
@@ -73,19 +72,19 @@ def test_start_from_continues_a_copy_of_a_trained_model(data):
                                          num_attention_heads=2, intermediate_size=64,
                                          max_position_embeddings=16))
     with pytest.raises(ValueError, match="vocabulary"):
-        train_tiny(steps=2, data=data, start_from=wide)
+        train_micro(steps=2, data=data, start_from=wide)
 
 
-def test_corrupted_batches_follow_the_recipe(data):
+def test_masked_batches_follow_the_recipe(data):
     tok = data.tokenizer
-    kept = corrupted_batches(data.valid_examples, tok, rate=0.5, mask_prob=0.0, keep_prob=1.0)
+    kept = masked_batches(data.valid_examples, tok, Corruption(select=0.5, mask=0.0, random=0.0, keep=1.0))
     for b in kept:
         assert not bool((b["input_ids"] == tok.mask_id).any())  # no [MASK] anywhere
         assert torch.equal(b["input_ids"][b["masked"]], b["labels"][b["masked"]])
-    masked = corrupted_batches(data.valid_examples, tok, rate=0.5)
+    masked = masked_batches(data.valid_examples, tok, Corruption(select=0.5, mask=1.0, random=0.0, keep=0.0))
     assert all(bool((b["input_ids"][b["masked"]] == tok.mask_id).all()) for b in masked)
     with pytest.raises(ValueError, match="no examples"):
-        corrupted_batches([], tok)
+        masked_batches([], tok)
 
 
 def test_attention_bias_causal_and_bidirectional():
@@ -98,21 +97,13 @@ def test_attention_bias_causal_and_bidirectional():
         attention_bias(0, causal=True)
 
 
-def test_encoder_forward_matches_the_model_and_hides_the_future():
-    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=50,
-                                                 max_position_embeddings=8), seed=0).eval()
-    ids = torch.randint(5, 50, (2, 6), generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        h, _ = encoder_forward(model.bert, ids, None)
-        ref = model.bert(ids).last_hidden_state
-        assert_same_function(h, ref)
-        h1, att = encoder_forward(model.bert, ids, attention_bias(6, True), output_attentions=True)
-        changed = ids.clone()
-        changed[:, 4:] = 7  # change the future of position 3
-        h2, _ = encoder_forward(model.bert, changed, attention_bias(6, True))
-    assert_same_function(h1[:, :4], h2[:, :4])  # positions 0..3 cannot tell
-    assert not torch.allclose(h1[:, 4:], h2[:, 4:])
-    assert len(att) == 2 and float(att[0][0, 0].triu(1).abs().max()) == 0.0
+def test_next_token_training_learns_and_logs_every_ten_steps(data):
+    run = train_next_token(causal=True, steps=35, seq_len=8, batch_size=8, lr=1e-2, data=data)
+    assert run.steps == [10, 20, 30, 35] and len(run.train_loss) == 4
+    assert run.train_loss[-1] < run.train_loss[0] - 1.0
+    assert 0.0 <= run.valid_accuracy <= 1.0 and run.valid_loss > 0
+    again = train_next_token(causal=True, steps=35, seq_len=8, batch_size=8, lr=1e-2, data=data)
+    assert again.train_loss == run.train_loss
 
 
 def test_token_windows_drop_specials(data):
@@ -153,6 +144,6 @@ def test_position_similarity_and_plot():
 
 def test_bad_steps_are_value_errors(data):
     with pytest.raises(ValueError, match="steps"):
-        train_tiny(steps=0, data=data)
+        train_micro(steps=0, data=data)
     with pytest.raises(ValueError, match="steps"):
         train_next_token(causal=True, steps=0, data=data)

@@ -18,7 +18,8 @@ import transformers  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
 from mlm_lib.hf import load_hf_bert, save_hf_bert  # noqa: E402
-from mlm_lib.loss import IGNORE, pretraining_loss  # noqa: E402
+from mlm_lib.loss import mlm_loss, nsp_loss  # noqa: E402
+from mlm_lib.masking import IGNORE_INDEX  # noqa: E402
 from mlm_lib.model import BertForPreTraining, BertModel  # noqa: E402
 from numerics import assert_same_function, max_diff  # noqa: E402
 
@@ -58,7 +59,7 @@ def padded_batch():
         ids[b, n:] = 0
     masked = (torch.rand(B, T, generator=g) < 0.3) & mask.bool()
     masked[:, 1] = True
-    labels = torch.where(masked, torch.randint(5, 120, (B, T), generator=g), torch.full_like(ids, IGNORE))
+    labels = torch.where(masked, torch.randint(5, 120, (B, T), generator=g), torch.full_like(ids, IGNORE_INDEX))
     next_sentence_label = torch.tensor([0, 1, 1, 0])  # Hugging Face: 0 = B follows A
     return dict(ids=ids, mask=mask, types=types, masked=masked, labels=labels,
                 next_sentence_label=next_sentence_label)
@@ -85,9 +86,9 @@ def test_pretraining_parity_with_transformers(hf_pretraining, padded_batch):
     for ours_a, ref_a in zip(out.attentions, ref.attentions):
         assert_same_function(ours_a, ref_a)
     is_next = 1 - d["next_sentence_label"]
-    loss = pretraining_loss(out.mlm_logits, d["labels"], out.nsp_logits, is_next)
+    loss = mlm_loss(out.mlm_logits, d["labels"]) + nsp_loss(out.nsp_logits, is_next)
     assert_same_function(loss, ref.loss, "loss")
-    masked_only = pretraining_loss(only.mlm_logits, d["labels"][d["masked"]], only.nsp_logits, is_next)
+    masked_only = mlm_loss(only.mlm_logits, d["labels"][d["masked"]]) + nsp_loss(only.nsp_logits, is_next)
     assert_same_function(masked_only, ref.loss, "masked-only loss")
 
 

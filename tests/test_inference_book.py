@@ -7,8 +7,12 @@ import time
 import pytest
 import torch
 
-from mlm_lib.book_model import BOOK_MODEL_DIR, book_model, book_model_tokenizer, book_train_config
+from mlm_lib.batches import masked_batches
+from mlm_lib.book_model import (BOOK_MODEL_DIR, BOOK_RECIPE_32, book_model, book_model_tokenizer,
+                                book_train_config)
 from mlm_lib.checkpoint import load_checkpoint
+from mlm_lib.pretraining import fit_baselines, prepare_data
+from mlm_lib.train import evaluate_mlm
 
 torch.set_num_threads(2)
 
@@ -41,13 +45,11 @@ def test_loads_in_seconds_and_fills_a_blank():
 
 
 def test_beats_the_unigram_baseline_on_held_out_text():
-    from mlm_lib.train import evaluate, fit_baselines, make_eval_batches, prepare_data
-
     model, tok = book_model(), book_model_tokenizer()
     cfg = book_train_config()
     data = prepare_data(cfg, tokenizer=tok)
-    batches = make_eval_batches(data.valid_examples, tok, 64, rate=0.15, seed=1234)
-    r = evaluate(model, batches, "cpu", fit_baselines(data))
+    batches = masked_batches(data.valid_examples, tok)
+    r = evaluate_mlm(model, batches, nsp=False, baselines=fit_baselines(data))
     # the recipe's point: more than frequencies (unigram) and more than one side (left bigram);
     # it also beats the count of every (left, right) neighbour pair
     assert r["mlm_acc"] > 3 * r["unigram_acc"], r
@@ -58,7 +60,6 @@ def test_carries_its_training_history():
     ck = load_checkpoint(BOOK_MODEL_DIR, weights_only=True)
     steps = [rec["step"] for rec in ck.extra["history"] if rec["kind"] == "train"]
     assert steps[0] > 0 and steps[-1] == book_train_config().max_steps
-    from mlm_lib.book_model import BOOK_RECIPE_32
     earlier = [rec["step"] for rec in ck.extra["earlier_history"] if rec["kind"] == "train"]
     assert earlier[-1] == BOOK_RECIPE_32["max_steps"]
     assert ck.extra["eval"]["mlm_acc"] > ck.extra["eval"]["both_neighbours_acc"]

@@ -1,15 +1,18 @@
-"""Masking: the rate and the 80/10/10 split within binomial bounds, and the invariants."""
+"""Masking: the rate and the 80/10/10 split within binomial bounds, the invariants, and the
+exact draws that the chapters' checked outputs depend on."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import FrozenInstanceError
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlm_lib.masking import IGNORE_INDEX, Masker, mask_tokens, word_starts
+from mlm_lib.masking import (BERT_CORRUPTION, EVAL_CORRUPTION, IGNORE_INDEX, Corruption, mask_tokens,
+                             word_starts)
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 SPECIAL = (PAD, UNK, CLS, SEP, MASK)
@@ -61,7 +64,7 @@ def test_rate_and_split_within_binomial_bounds(rate, probs):
     ids, attn = make_batch(512, 128, seed=1)
     n_cand = int(((attn == 1) & (ids != CLS) & (ids != SEP)).sum())
     for seed in range(3):
-        mb = run(ids, attn, seed=seed, rate=rate, mask_prob=probs[0], random_prob=probs[1], keep_prob=probs[2])
+        mb = run(ids, attn, seed=seed, corruption=Corruption(rate, *probs))
         m = mb.num_masked
         assert within_5_sigma(m, n_cand, rate), (m, n_cand * rate)
         for part, p in zip((mb.replaced, mb.randomized, mb.kept), probs):
@@ -70,7 +73,7 @@ def test_rate_and_split_within_binomial_bounds(rate, probs):
 
 def test_random_tokens_are_uniform_over_non_special():
     ids = torch.full((400, 100), 500)
-    mb = run(ids, rate=1.0, mask_prob=0.0, random_prob=1.0, keep_prob=0.0)
+    mb = run(ids, corruption=Corruption(select=1.0, mask=0.0, random=1.0, keep=0.0))
     assert mb.randomized.all()
     counts = torch.bincount(mb.input_ids.flatten(), minlength=V).float()
     assert (counts[list(SPECIAL)] == 0).all()
@@ -80,17 +83,9 @@ def test_random_tokens_are_uniform_over_non_special():
     assert abs(chi2 - (k - 1)) < 5 * math.sqrt(2 * (k - 1))  # chi-square with k-1 dof, 5 sigma
 
 
-def test_per_row_rates():
-    ids = torch.full((3, 2000), 7)
-    rates = torch.tensor([0.05, 0.3, 0.9])
-    mb = run(ids, rate=rates)
-    for row, r in enumerate(rates.tolist()):
-        assert within_5_sigma(int(mb.masked[row].sum()), 2000, r)
-
-
 def test_rate_one_masks_every_real_token():
     ids, attn = make_batch(8, 20)
-    mb = run(ids, attn, rate=1.0)
+    mb = run(ids, attn, corruption=Corruption(select=1.0))
     assert torch.equal(mb.masked, (attn == 1) & (ids != CLS) & (ids != SEP))
 
 
@@ -101,16 +96,53 @@ def test_seeded_and_reproducible():
     assert not torch.equal(a.masked, c.masked)
 
 
+PIN_IDS = torch.tensor([[CLS, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, SEP],
+                        [CLS, 21, 22, 23, 24, 25, 26, SEP, PAD, PAD, PAD, PAD],
+                        [CLS, 31, 32, SEP, PAD, PAD, PAD, PAD, PAD, PAD, PAD, PAD]])
+PIN_STARTS = torch.tensor([[1, 1, 0, 1, 1, 0, 0, 1, 1, 0, 1, 1]] * 3, dtype=torch.bool)
+
+
+@pytest.mark.parametrize("seed,options,expected_ids,expected_kinds", [
+    (0, dict(corruption=Corruption(select=0.5)),
+     [[2, 4, 12, 13, 14, 4, 4, 17, 4, 4, 4, 3], [2, 4, 48, 4, 24, 25, 4, 3, 0, 0, 0, 0],
+      [2, 31, 4, 3, 0, 0, 0, 0, 0, 0, 0, 0]],
+     [".M...MM.MMM.", ".MRM..M.....", "..M........."]),
+    # row 2 draws nothing at 15% and gets its one blank from at_least_one
+    (1, dict(corruption=EVAL_CORRUPTION, at_least_one=True),
+     [[2, 11, 12, 13, 4, 15, 16, 17, 18, 19, 20, 3], [2, 4, 22, 23, 24, 25, 26, 3, 0, 0, 0, 0],
+      [2, 31, 4, 3, 0, 0, 0, 0, 0, 0, 0, 0]],
+     ["....M.......", ".M..........", "..M........."]),
+    # row 1 draws the words [21 ##22] and [24 ##25 ##26]; the cap of 3 tokens drops the first
+    (2, dict(corruption=Corruption(select=0.4, mask=0.5, random=0.25, keep=0.25), whole_word_starts=PIN_STARTS,
+             max_predictions=3, at_least_one=True),
+     [[2, 11, 12, 13, 14, 15, 16, 17, 4, 22, 4, 3], [2, 21, 22, 23, 24, 25, 4, 3, 0, 0, 0, 0],
+      [2, 27, 32, 3, 0, 0, 0, 0, 0, 0, 0, 0]],
+     ["........MRM.", "....KKM.....", ".RK........."]),
+])
+def test_the_draws_are_pinned(seed, options, expected_ids, expected_kinds):
+    """The chapters' checked outputs depend on these exact draws (recorded from the implementation
+    with loose rate/mask_prob/random_prob/keep_prob arguments): a change that reorders or adds a
+    random draw fails here. Kinds: M [MASK], R random token, K kept, . not in M."""
+    mb = mask_tokens(PIN_IDS, mask_token_id=MASK, vocab_size=50, special_ids=SPECIAL,
+                     attention_mask=(PIN_IDS != PAD).long(), generator=torch.Generator().manual_seed(seed),
+                     **options)
+    kinds = ["".join("M" if r else "R" if z else "K" if k else "." for r, z, k in zip(*row))
+             for row in zip(mb.replaced.tolist(), mb.randomized.tolist(), mb.kept.tolist())]
+    assert mb.input_ids.tolist() == expected_ids
+    assert kinds == expected_kinds
+    assert torch.equal(mb.labels, torch.where(mb.masked, PIN_IDS, IGNORE_INDEX))
+
+
 def test_max_predictions_and_at_least_one():
     ids, attn = make_batch(256, 64, seed=2)
-    mb = run(ids, attn, rate=0.5, max_predictions=5)
+    mb = run(ids, attn, corruption=Corruption(select=0.5), max_predictions=5)
     assert int(mb.masked.sum(1).max()) <= 5
     assert (mb.masked.sum(1) == 5).float().mean() > 0.8  # most rows have more than 5 candidates
     short = torch.tensor([[CLS, 10, 11, SEP, PAD, PAD]] * 200)
     attn = (short != PAD).long()
-    plain = run(short, attn, rate=0.05)
+    plain = run(short, attn, corruption=Corruption(select=0.05))
     assert (plain.masked.sum(1) == 0).any()
-    forced = run(short, attn, rate=0.05, at_least_one=True)
+    forced = run(short, attn, corruption=Corruption(select=0.05), at_least_one=True)
     assert (forced.masked.sum(1) >= 1).all()
     assert not forced.masked[:, [0, 3, 4, 5]].any()
     only_specials = torch.tensor([[CLS, SEP, PAD]])
@@ -124,7 +156,7 @@ def test_whole_word_masking_masks_words_entirely():
     ids = torch.randint(5, V, (128, T), generator=g)
     ids[:, 0], ids[:, -1] = CLS, SEP
     starts = torch.rand((128, T), generator=g) < 0.4
-    mb = run(ids, rate=0.3, whole_word_starts=starts, max_predictions=12)
+    mb = run(ids, corruption=Corruption(select=0.3), whole_word_starts=starts, max_predictions=12)
     cand = (ids != CLS) & (ids != SEP)
     assert int(mb.masked.sum(1).max()) <= 12
     group = torch.cumsum((starts | ~cand).long(), dim=1)
@@ -133,9 +165,9 @@ def test_whole_word_masking_masks_words_entirely():
             in_word = (group[row] == w) & cand[row]
             vals = mb.masked[row][in_word]
             assert vals.all() or not vals.any()
-    # the rate is about words: a word is chosen with probability `rate`
+    # the rate is about words: a word is chosen with probability `select`
     n_words = int(sum(group[r][cand[r]].unique().numel() for r in range(128)))
-    mb = run(ids, rate=0.3, whole_word_starts=starts, seed=9)
+    mb = run(ids, corruption=Corruption(select=0.3), whole_word_starts=starts, seed=9)
     chosen = sum(group[r][mb.masked[r]].unique().numel() for r in range(128))
     assert within_5_sigma(chosen, n_words, 0.3)
 
@@ -146,23 +178,6 @@ def test_word_starts_from_ids():
     assert word_starts([["the", "##s"]]).tolist() == [[True, False]]
 
 
-def test_dynamic_and_static_masking():
-    ids, attn = make_batch(32, 40, seed=4)
-    dyn = Masker(mask_token_id=MASK, vocab_size=V, special_ids=SPECIAL, seed=0, dynamic=True)
-    assert not torch.equal(dyn(ids, attn).masked, dyn(ids, attn).masked)
-    sta = Masker(mask_token_id=MASK, vocab_size=V, special_ids=SPECIAL, seed=0, dynamic=False)
-    a = sta(ids, attn)
-    assert torch.equal(a.input_ids, sta(ids, attn).input_ids)
-    # the same sequence gets the same mask in another batch, with other padding
-    perm = torch.tensor([3, 1, 0, 2])
-    sub_ids, sub_attn = ids[perm, :], attn[perm, :]
-    width = int(sub_attn.sum(1).max())
-    b = sta(sub_ids[:, :width], sub_attn[:, :width])
-    assert torch.equal(b.masked, a.masked[perm, :width])
-    assert torch.equal(b.input_ids, a.input_ids[perm, :width])
-    assert not (a.masked & (attn == 0)).any()
-
-
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, 6), st.integers(1, 30), st.integers(0, 2**31 - 1), st.floats(0.01, 1.0),
        st.booleans(), st.booleans(), st.one_of(st.none(), st.integers(1, 5)))
@@ -171,8 +186,9 @@ def test_never_touches_special_or_padding(B, T, seed, rate, wwm, at_least_one, c
     ids = torch.randint(0, 40, (B, T), generator=g)  # specials appear anywhere
     attn = (torch.rand((B, T), generator=g) < 0.8).long()
     starts = torch.rand((B, T), generator=g) < 0.5 if wwm else None
-    mb = mask_tokens(ids, mask_token_id=MASK, vocab_size=40, special_ids=SPECIAL, attention_mask=attn, rate=rate,
-                     whole_word_starts=starts, at_least_one=at_least_one, max_predictions=cap, generator=g)
+    mb = mask_tokens(ids, mask_token_id=MASK, vocab_size=40, special_ids=SPECIAL, attention_mask=attn,
+                     corruption=Corruption(select=rate), whole_word_starts=starts, at_least_one=at_least_one,
+                     max_predictions=cap, generator=g)
     protected = (attn == 0) | (ids < len(SPECIAL))
     assert not mb.masked[protected].any()
     assert torch.equal(mb.input_ids[protected], ids[protected])
@@ -180,15 +196,36 @@ def test_never_touches_special_or_padding(B, T, seed, rate, wwm, at_least_one, c
         assert int(mb.masked.sum(1).max()) <= cap
 
 
+def test_corruption_refuses_bad_recipes_and_names_the_field():
+    for select in (0.0, -0.1, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="select"):
+            Corruption(select=select)
+    with pytest.raises(ValueError, match="sum to 1"):
+        Corruption(mask=0.8, random=0.1, keep=0.2)
+    for field in ("mask", "random", "keep"):
+        shares = {"mask": 0.5, "random": 0.25, "keep": 0.25, field: 1.2}
+        with pytest.raises(ValueError, match=rf"{field} must be in \[0, 1\]"):
+            Corruption(**shares)
+    with pytest.raises(ValueError, match="keep"):
+        Corruption(mask=1.0, random=0.1, keep=float("nan"))
+    keep = 1.0 - 0.7 - 0.1  # 0.20000000000000004, as chapter 6's sliders compute it: float noise passes
+    Corruption(mask=0.7, random=1.0 - 0.7 - keep, keep=keep)
+
+
+def test_the_two_recipes():
+    assert BERT_CORRUPTION == Corruption(select=0.15, mask=0.8, random=0.1, keep=0.1)
+    assert EVAL_CORRUPTION == Corruption(select=0.15, mask=1.0, random=0.0, keep=0.0)
+    with pytest.raises(FrozenInstanceError):
+        BERT_CORRUPTION.select = 0.3  # a shared default must not be changed by one caller
+    ids, attn = make_batch(32, 40, seed=7)
+    mb = run(ids, attn, corruption=EVAL_CORRUPTION)
+    assert mb.num_masked > 0 and torch.equal(mb.replaced, mb.masked)
+
+
 def test_bad_input_gets_clear_errors():
     ids, attn = make_batch(2, 10)
-    for rate in (0.0, -0.1, 1.5, float("nan")):
-        with pytest.raises(ValueError, match="rate"):
-            run(ids, attn, rate=rate)
-    with pytest.raises(ValueError, match="sum to 1"):
-        run(ids, attn, mask_prob=0.8, random_prob=0.1, keep_prob=0.2)
-    with pytest.raises(ValueError, match=r"\[0, 1\]"):
-        run(ids, attn, mask_prob=1.2, random_prob=-0.1, keep_prob=-0.1)
+    with pytest.raises(TypeError, match="Corruption"):
+        run(ids, attn, corruption=0.15)
     with pytest.raises(ValueError, match="batch, seq_len"):
         run(ids[0], None)
     with pytest.raises(ValueError, match="integer"):
@@ -197,7 +234,9 @@ def test_bad_input_gets_clear_errors():
         run(ids + V, attn)
     with pytest.raises(ValueError, match="attention_mask shape"):
         run(ids, attn[:, :5])
+    with pytest.raises(ValueError, match="whole_word_starts"):
+        run(ids, attn, whole_word_starts=attn[:, :5].bool())
     with pytest.raises(ValueError, match="max_predictions"):
         run(ids, attn, max_predictions=0)
-    with pytest.raises(ValueError, match="per-row"):
-        run(ids, attn, rate=torch.tensor([0.1, 0.2, 0.3]))
+    with pytest.raises(ValueError, match="every vocabulary id is special"):
+        mask_tokens(torch.tensor([[1, 2]]), mask_token_id=MASK, vocab_size=3, special_ids=(0, 1, 2))

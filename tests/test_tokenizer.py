@@ -9,6 +9,7 @@ and against the Rust-backed ``BertTokenizer`` as well.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -19,8 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mlm_lib.corpus import load_lee, load_wikipedia
-from mlm_lib.tokenizer import (BOOK_VOCAB, SPECIAL_TOKENS, BasicTokenizer, WordPieceTokenizer,
-                               bert_base_uncased_vocab, book_tokenizer, train_wordpiece)
+from mlm_lib.files import sha256_file
+from mlm_lib.tokenizer import (ASSETS, BOOK_VOCAB, SPECIAL_TOKENS, BasicTokenizer, WordPieceTokenizer,
+                               bert_base_uncased_vocab, book_tokenizer, checkpoint_tokenizer,
+                               train_wordpiece)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -155,6 +158,8 @@ def test_vocab_round_trip(ours, tmp_path):
     again = WordPieceTokenizer.from_vocab_file(path)
     assert again.vocab == ours.vocab
     assert path.read_bytes() == bert_base_uncased_vocab().read_bytes().replace(b"\r\n", b"\n")
+    assert path.read_bytes() == ours.vocab_text().encode("utf-8")
+    assert ours.vocab_text().count("\n") == ours.vocab_size and ours.vocab_text().endswith("\n")
 
 
 def test_bad_input_gets_clear_errors(tmp_path, ours):
@@ -233,6 +238,28 @@ def test_book_tokenizer():
     assert tok.vocab_size == 8000
     assert tok.ids_to_tokens[:5] == list(SPECIAL_TOKENS)
     assert tok.tokenize("The capital of France is [MASK].") == ["the", "capital", "of", "france", "is", "[MASK]", "."]
+
+
+def test_book_model_vocab_is_the_book_vocab():
+    """The book's model folder keeps its own vocab.txt (a checkpoint is self-contained); it is the
+    book's vocabulary byte for byte, so book_tokenizer() is the model's tokenizer."""
+    folder = ASSETS / "book-model"
+    assert (folder / "vocab.txt").read_bytes() == BOOK_VOCAB.read_bytes()
+    manifest = json.loads((folder / "checkpoint.json").read_text(encoding="utf-8"))
+    assert manifest["sha256"]["vocab.txt"] == sha256_file(BOOK_VOCAB)
+    assert checkpoint_tokenizer(folder).vocab == book_tokenizer().vocab
+
+
+def test_checkpoint_tokenizer_looks_in_the_folder_then_its_run(tmp_path):
+    step = tmp_path / "run" / "step-00000010"
+    step.mkdir(parents=True)
+    assert checkpoint_tokenizer(step).vocab == book_tokenizer().vocab  # nothing saved: the book's
+    run_tok = WordPieceTokenizer(list(SPECIAL_TOKENS) + ["a", "##b"])
+    run_tok.save_vocab(step.parent / "vocab.txt")
+    assert checkpoint_tokenizer(step).vocab == run_tok.vocab
+    own_tok = WordPieceTokenizer(list(SPECIAL_TOKENS) + ["c"])
+    own_tok.save_vocab(step / "vocab.txt")
+    assert checkpoint_tokenizer(step).vocab == own_tok.vocab
 
 
 def test_book_vocabulary_is_reproducible(tmp_path):

@@ -12,8 +12,13 @@ from mlm_lib.checkpoint import latest_checkpoint, load_checkpoint
 from mlm_lib.corpus import documents_from_text
 from mlm_lib.pretraining import create_pretraining_examples
 from mlm_lib.tokenizer import book_tokenizer
-from mlm_lib.train import (BatchStream, History, TrainConfig, TrainingDiverged, WarmupLinearSchedule,
-                           build_model, build_optimizer, evaluate, make_eval_batches, train)
+from mlm_lib.batches import BatchStream, masked_batches
+from mlm_lib.checkpoint import save_checkpoint
+from mlm_lib.init import POSITIONS_KEY, build_model
+from mlm_lib.loop import History, TrainingDiverged
+from mlm_lib.masking import Corruption
+from mlm_lib.optim import WarmupLinearSchedule, build_optimizer
+from mlm_lib.train import TrainConfig, evaluate_mlm, train
 from numerics import assert_same_function
 
 torch.set_num_threads(2)
@@ -61,7 +66,7 @@ def losses(history: History) -> list[float]:
 def test_loss_goes_down_and_history_has_metrics(tok, examples):
     cfg = tiny_cfg(max_steps=24, lr=1e-2, model={"hidden_size": 32, "num_attention_heads": 2,
                                                   "intermediate_size": 64, "num_hidden_layers": 1},
-                   mask_rate=0.3, eval_every=12)
+                   corruption=Corruption(select=0.3), eval_every=12)
     model = build_model(cfg, tok.vocab_size)
     res = train(model, tok, examples, cfg, valid_examples=examples[:8])
     ls = losses(res.history)
@@ -76,7 +81,7 @@ def test_loss_goes_down_and_history_has_metrics(tok, examples):
 
 
 def test_resume_gives_the_same_losses_step_by_step(tok, examples, tmp_path):
-    cfg = tiny_cfg(max_steps=8, save_every=4, mask_rate=0.3,
+    cfg = tiny_cfg(max_steps=8, save_every=4, corruption=Corruption(select=0.3),
                    model={"hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64,
                           "num_hidden_layers": 1, "hidden_dropout_prob": 0.1,
                           "attention_probs_dropout_prob": 0.1})  # dropout: the torch RNG matters too
@@ -182,7 +187,7 @@ def test_history_columns():
 
 
 @pytest.mark.parametrize("kw, msg", [
-    ({"batch_size": 0}, "batch_size"), ({"lr": -1.0}, "lr"), ({"mask_rate": 0.0}, "mask_rate"),
+    ({"batch_size": 0}, "batch_size"), ({"lr": -1.0}, "lr"), ({"corruption": {"select": 0.0}}, "select"),
     ({"batch_size": 10, "grad_accum": 3}, "divisible"), ({"max_seq_length": 4}, "max_seq_length"),
 ])
 def test_bad_config_is_a_clear_value_error(kw, msg):
@@ -193,20 +198,17 @@ def test_bad_config_is_a_clear_value_error(kw, msg):
 
 
 def test_eval_batches_mask_only_with_mask_token(tok, examples):
-    batches = make_eval_batches(examples[:20], tok, batch_size=8, rate=0.15, seed=3)
-    again = make_eval_batches(examples[:20], tok, batch_size=8, rate=0.15, seed=3)
+    batches = masked_batches(examples[:20], tok, batch_size=8, seed=3)
+    again = masked_batches(examples[:20], tok, batch_size=8, seed=3)
     for b, c in zip(batches, again):
         assert torch.equal(b["masked"], c["masked"])
         assert (b["input_ids"][b["masked"]] == tok.mask_id).all()
     model = build_model(tiny_cfg(), tok.vocab_size)
-    r = evaluate(model, batches)
+    r = evaluate_mlm(model, batches)
     assert r["num_masked"] == sum(int(b["masked"].sum()) for b in batches)
 
 
 def test_init_from_extends_a_shorter_position_table(tmp_path):
-    from mlm_lib.checkpoint import save_checkpoint
-    from mlm_lib.train import POSITIONS_KEY, build_model
-
     tiny = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2,
             "intermediate_size": 64}
     short = TrainConfig(preset="tiny", model=tiny, max_seq_length=16, seed=1)

@@ -1,0 +1,192 @@
+"""One training loop and one evaluator for every model of the book.
+
+The loop knows nothing of BERT. It is given an *objective*, a function ``objective(model, batch)``
+that returns the loss to differentiate and the sums to report, e.g. ``{"mlm_loss": (sum of
+-log P(x_i | x_\\M), |M|)}``. Pretraining, the chapters' experiments and fine-tuning differ only
+in their objective and their batches (minGPT's ``trainer.py`` is the model).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from mlm_lib.device import DistInfo, all_reduce_
+
+Batch = dict[str, Any]
+# name -> (total, count): reported as total / count; a count of None reports the total itself
+Sums = dict[str, tuple[Any, Any]]
+Objective = Callable[[nn.Module, Batch], tuple[torch.Tensor, Sums]]
+
+
+class History:
+    """A list of dicts, one per logged step or evaluation, plus :meth:`columns` for plotting:
+    ``plt.plot(*h.columns("step", "mlm_loss", kind="train").values())``."""
+
+    def __init__(self, records: list[dict[str, Any]] | None = None) -> None:
+        self.records: list[dict[str, Any]] = list(records or [])
+
+    def append(self, kind: str, **values: Any) -> None:
+        self.records.append({"kind": kind, **values})
+
+    def columns(self, *keys: str, kind: str | None = None) -> dict[str, list[Any]]:
+        """Column-wise view of the records of one ``kind`` ("train" or "eval"). With no keys,
+        every key that appears; missing values are ``None``."""
+        rows = [r for r in self.records if kind is None or r.get("kind") == kind]
+        if not keys:
+            seen: dict[str, None] = {}
+            for r in rows:
+                seen.update(dict.fromkeys(r))
+            keys = tuple(seen)
+        return {k: [r.get(k) for r in rows] for k in keys}
+
+    def last(self, kind: str) -> dict[str, Any] | None:
+        for r in reversed(self.records):
+            if r.get("kind") == kind:
+                return r
+        return None
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __repr__(self) -> str:
+        return f"History({len(self.records)} records)"
+
+
+class Metrics:
+    """Running totals of an objective's sums, kept in float64 so that long windows do not drift."""
+
+    def __init__(self) -> None:
+        self.totals: dict[str, list[Any]] = {}
+
+    def add(self, sums: Sums) -> None:
+        for name, (total, count) in sums.items():
+            total = total.detach().double() if isinstance(total, torch.Tensor) else float(total)
+            entry = self.totals.setdefault(name, [0.0, None if count is None else 0.0])
+            entry[0] = entry[0] + total
+            if count is not None:
+                entry[1] += float(count)
+
+    def summary(self, dist: DistInfo | None = None) -> dict[str, float]:
+        """total / count per name (summed over all processes first), then start afresh."""
+        names = sorted(self.totals)
+        table = torch.tensor([[float(self.totals[n][0]), self.totals[n][1] or 0.0] for n in names],
+                             dtype=torch.float64)
+        all_reduce_(table, dist or DistInfo())
+        out = {n: t if self.totals[n][1] is None else t / max(c, 1.0)
+               for n, (t, c) in zip(names, table.tolist())}
+        self.totals = {}
+        return out
+
+
+@dataclass
+class LoopState:
+    """Where a run is: what a checkpoint saves and what callbacks read."""
+
+    step: int = 0
+    elapsed: float = 0.0  # training seconds (evaluation and saving not counted)
+    history: History = field(default_factory=History)
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN or infinite; the message names the step."""
+
+
+@torch.no_grad()
+def evaluate(objective: Objective, model: nn.Module, batches: Sequence[Batch]) -> dict[str, float]:
+    """The objective's reports on held-out batches, in eval mode (no dropout), without gradients."""
+    was_training = model.training
+    model.eval()
+    metrics = Metrics()
+    for batch in batches:
+        metrics.add(objective(model, batch)[1])
+    model.train(was_training)
+    return metrics.summary()
+
+
+def train_loop(model: nn.Module, objective: Objective, batches: Iterator[list[Batch]],
+               optimizer: torch.optim.Optimizer, schedule: Any, steps: int, *,
+               state: LoopState | None = None, clip_grad_norm: float | None = 1.0,
+               log_every: int = 10, time_budget_s: float | None = None,
+               callbacks: Sequence[Callable[[LoopState], None]] = (),
+               on_log: Callable[[dict[str, Any]], None] | None = None,
+               scaler: Any | None = None, dist: DistInfo | None = None,
+               progress: bool = False, desc: str = "training") -> LoopState:
+    """Optimizer steps until ``steps`` (or ``time_budget_s`` of training time).
+
+    Each step takes the next item of ``batches``, a list of micro-batches whose losses add up to
+    the step's loss (gradient accumulation), then clips, steps the optimizer and the schedule.
+    Every ``log_every`` steps the reports become a "train" record of ``state.history``; after
+    every step each callback gets the state (to evaluate or save a checkpoint)."""
+    state, dist = state or LoopState(), dist or DistInfo()
+    metrics, logged_at = Metrics(), state.elapsed
+    bar = tqdm(total=steps, initial=state.step, disable=not (progress and dist.is_main), desc=desc,
+               dynamic_ncols=True)
+    model.train()
+    while state.step < steps and not (time_budget_s and state.elapsed >= time_budget_s):
+        t0 = time.perf_counter()
+        step_loss = accumulate(model, objective, next(batches), metrics, scaler, dist)
+        check_finite(step_loss, state.step + 1, dist)
+        optimizer_step(model, optimizer, clip_grad_norm, scaler)
+        state.step += 1
+        state.elapsed += time.perf_counter() - t0
+        schedule.step(state.elapsed)
+        bar.update(1)
+        if state.step % log_every == 0 or state.step == steps:
+            record = {"step": state.step, "lr": optimizer.param_groups[0]["lr"],
+                      **metrics.summary(dist), "elapsed": state.elapsed}
+            if "tokens" in record:
+                record["tokens_per_s"] = record.pop("tokens") / max(state.elapsed - logged_at, 1e-9)
+            state.history.append("train", **record)
+            bar.set_postfix({k: f"{v:.3g}" for k, v in list(record.items())[1:4]})
+            if on_log and dist.is_main:
+                on_log(state.history.records[-1])
+            logged_at = state.elapsed
+        for callback in callbacks:
+            callback(state)
+    bar.close()
+    return state
+
+
+def accumulate(model: nn.Module, objective: Objective, micro_batches: list[Batch],
+               metrics: Metrics, scaler: Any | None, dist: DistInfo) -> torch.Tensor:
+    """Forward and backward over one step's micro-batches; DDP averages gradients on the last."""
+    step_loss: torch.Tensor | None = None
+    for i, batch in enumerate(micro_batches):
+        last = i == len(micro_batches) - 1
+        with contextlib.nullcontext() if last or not dist.enabled else model.no_sync():
+            loss, sums = objective(model, batch)
+            (scaler.scale(loss) if scaler is not None else loss).backward()
+        step_loss = loss.detach() if step_loss is None else step_loss + loss.detach()
+        metrics.add(sums)
+    assert step_loss is not None, "a step needs at least one micro-batch"
+    return step_loss
+
+
+def check_finite(step_loss: torch.Tensor, step: int, dist: DistInfo) -> None:
+    """Stop on a NaN or infinite loss; every process agrees before anyone steps."""
+    bad = torch.tensor([0.0 if torch.isfinite(step_loss) else 1.0])
+    if float(all_reduce_(bad, dist)) > 0:
+        raise TrainingDiverged(f"loss became {float(step_loss)} at step {step}")
+
+
+def optimizer_step(model: nn.Module, optimizer: torch.optim.Optimizer,
+                   clip_grad_norm: float | None, scaler: Any | None) -> None:
+    """Clip the gradient's norm, step (through the fp16 scaler when there is one), clear."""
+    if scaler is not None:
+        scaler.unscale_(optimizer)
+    if clip_grad_norm:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip_grad_norm)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
