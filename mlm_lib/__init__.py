@@ -2,14 +2,24 @@
 
 One flat module per concern, named as the book names things:
 
-- ``tokenizer``  WordPiece, identical to BERT's ``BertTokenizer``
-- ``corpus``     the embedded Wikipedia excerpt, your own text files, train/validation split
-- ``pretraining`` ``[CLS] A [SEP] B [SEP]`` examples and NSP pairs
-- ``masking``    choosing M and the 80/10/10 corruption that makes x_\\M
-- ``model``      BERT: embeddings, attention, encoder, pooler, MLM and NSP heads
-- ``loss``       L = -sum_{i in M} log P(x_i | x_\\M), piece by piece
-- ``train``      the pretraining loop, checkpoints, metrics
-- ``recall``     the book's self-test widgets
+- ``tokenizer``   WordPiece, identical to BERT's ``BertTokenizer``
+- ``corpus``      the embedded Wikipedia excerpt, your own text files, train/validation split
+- ``pretraining`` ``[CLS] A [SEP] B [SEP]`` examples and NSP pairs, a corpus made ready to train on
+- ``masking``     choosing M and the corruption recipe (80/10/10) that makes x_\\M
+- ``batches``     data order, collating, and the fixed held-out blanks
+- ``model``       BERT: embeddings, attention, encoder, pooler, MLM and NSP heads (the plain path)
+- ``fast_paths``  the training forward: the plain path's numbers with less work
+- ``loss``        L = -sum_{i in M} log P(x_i | x_\\M), piece by piece
+- ``loop``        the one training loop and evaluator, used by every model of the book
+- ``optim``       AdamW and the warm-up / decay schedule
+- ``init``        how a pretraining run's model starts
+- ``train``       pretraining: config, objective, checkpoints, evaluation
+- ``device``      device, mixed precision and the processes of a ``torchrun`` run
+- ``checkpoint``  atomic, pickle-free checkpoints
+- ``inference``   fill-mask, sentence loss, attention and hidden states
+- ``hf``          Hugging Face folders in and out
+- ``finetune``    a classifier on [CLS] and its training
+- ``experiments``, ``baselines``, ``book_model``, ``viz``, ``recall``  what the chapters use
 
 Submodules are imported explicitly (``from mlm_lib.loss import mlm_loss``) so that importing the
 package stays cheap.

@@ -170,6 +170,7 @@ def evaluate_mlm(model: BertForPreTraining, batches: Sequence[Batch], nsp: bool 
     on_device = [{k: v.to(device) for k, v in b.items()} for b in batches]
     result = evaluate(pretraining_objective(nsp), FastPretraining(unwrap(model)), on_device)
     result.pop("tokens")
+    result["num_masked"] = int(result["num_masked"])  # a count, summed in float64
     if baselines is not None:
         result.update(baseline_accuracy(baselines, batches))
     return result
@@ -269,7 +270,9 @@ class PretrainingRun:
 
     def run_eval(self) -> None:
         if self.eval_batches:
-            self.last_eval = evaluate_mlm(self.net, self.eval_batches, self.cfg.nsp, self.baselines)
+            # NSP is scored even when it is not trained: chapter 11 shows an untrained head at chance
+            self.last_eval = evaluate_mlm(self.net, self.eval_batches, nsp=True,
+                                          baselines=self.baselines)
             self.state.history.append("eval", step=self.state.step, **self.last_eval)
             if self.on_log and self.dist.is_main:
                 self.on_log(self.state.history.records[-1])
