@@ -15,7 +15,7 @@ One flat module per concern, named as the book names things:
 - ``init``        how a pretraining run's model starts
 - ``train``       pretraining: config, objective, checkpoints, evaluation
 - ``device``      device, mixed precision and the processes of a ``torchrun`` run
-- ``checkpoint``  atomic, pickle-free checkpoints
+- ``checkpoint``  atomic, pickle-free checkpoints (``files``: their SHA-256)
 - ``inference``   fill-mask, sentence loss, attention and hidden states
 - ``hf``          Hugging Face folders in and out
 - ``finetune``    a classifier on [CLS] and its training
@@ -25,4 +25,4 @@ Submodules are imported explicitly (``from mlm_lib.loss import mlm_loss``) so th
 package stays cheap.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

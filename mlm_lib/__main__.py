@@ -28,9 +28,9 @@ from mlm_lib.device import init_distributed, resolve_device
 from mlm_lib.inference import fill_mask, load_model
 from mlm_lib.init import build_model
 from mlm_lib.masking import BERT_CORRUPTION, Corruption
-from mlm_lib.model import BertConfig
+from mlm_lib.model import BertConfig, BertForPreTraining
 from mlm_lib.pretraining import fit_baselines, prepare_data
-from mlm_lib.tokenizer import checkpoint_tokenizer
+from mlm_lib.tokenizer import WordPieceTokenizer, checkpoint_tokenizer
 from mlm_lib.train import TrainConfig, default_log, evaluate_mlm, train
 
 # The training flags that set one field: flag, type, the TrainConfig field, help.
@@ -119,7 +119,7 @@ def add_query_commands(sub: Any) -> None:
     e.add_argument("--threads", type=int, default=None)
 
 
-def train_config_from_args(a: argparse.Namespace):
+def train_config_from_args(a: argparse.Namespace) -> TrainConfig:
     """Preset, then --config JSON, then flags: later wins."""
     recipes = {"book": BOOK_RECIPE, "book-32": BOOK_RECIPE_32}
     values: dict[str, Any] = dict(recipes[a.preset]) if a.preset in recipes else {"preset": a.preset}
@@ -200,7 +200,7 @@ def cmd_train(a: argparse.Namespace) -> int:
     return 0
 
 
-def _load(model_path: Path | None):
+def _load(model_path: Path | None) -> tuple[BertForPreTraining, WordPieceTokenizer]:
     if model_path is None:
         model_path = BOOK_MODEL_DIR
     model = load_model(model_path)

@@ -25,7 +25,7 @@ EVAL_BATCH_SIZE = 64
 EPOCH_SEED_STRIDE = 1_000_003
 
 
-def epoch_order(num_examples: int, seed: int, epoch: int) -> list[int]:
+def _epoch_order(num_examples: int, seed: int, epoch: int) -> list[int]:
     """A permutation that depends only on (seed, epoch): resuming needs no saved RNG for it."""
     order = list(range(num_examples))
     random.Random(seed * EPOCH_SEED_STRIDE + epoch).shuffle(order)
@@ -41,12 +41,12 @@ class BatchStream:
                              f"batch_size {batch_size}")
         self.n, self.batch_size, self.seed = num_examples, batch_size, seed
         self.epoch, self.cursor = 0, 0
-        self._order = epoch_order(self.n, seed, 0)
+        self._order = _epoch_order(self.n, seed, 0)
 
     def next(self) -> list[int]:
         if self.cursor + self.batch_size > self.n:  # drop the ragged tail, reshuffle
             self.epoch, self.cursor = self.epoch + 1, 0
-            self._order = epoch_order(self.n, self.seed, self.epoch)
+            self._order = _epoch_order(self.n, self.seed, self.epoch)
         idx = self._order[self.cursor:self.cursor + self.batch_size]
         self.cursor += self.batch_size
         return idx
@@ -56,7 +56,7 @@ class BatchStream:
 
     def load_state_dict(self, state: dict[str, int]) -> None:
         self.epoch, self.cursor = int(state["epoch"]), int(state["cursor"])
-        self._order = epoch_order(self.n, self.seed, self.epoch)
+        self._order = _epoch_order(self.n, self.seed, self.epoch)
 
 
 def make_batch(examples: Sequence[PretrainingExample], tokenizer: Any, corruption: Corruption,

@@ -21,7 +21,7 @@ import torch
 
 from mlm_lib.inference import load_model
 from mlm_lib.masking import BERT_CORRUPTION
-from mlm_lib.tokenizer import WordPieceTokenizer, checkpoint_tokenizer
+from mlm_lib.tokenizer import WordPieceTokenizer
 from mlm_lib.train import TrainConfig
 
 BOOK_MODEL_DIR = Path(__file__).resolve().parent / "assets" / "book-model"
@@ -74,4 +74,4 @@ def book_model(device: str | torch.device = "cpu") -> torch.nn.Module:
 def book_model_tokenizer() -> WordPieceTokenizer:
     """The tokenizer saved with the book's model (the book's 8,000-piece vocabulary; a test keeps
     its vocab.txt identical to ``book_tokenizer()``'s)."""
-    return checkpoint_tokenizer(BOOK_MODEL_DIR)
+    return WordPieceTokenizer.from_vocab_file(BOOK_MODEL_DIR / "vocab.txt", do_lower_case=True)

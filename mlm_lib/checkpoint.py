@@ -37,7 +37,9 @@ from mlm_lib.files import sha256_file
 MANIFEST = "checkpoint.json"
 WEIGHTS = "model.safetensors"
 TRAINER = "trainer.safetensors"
-FORMAT_VERSION = 1
+# 2: mlm_lib 0.2 (the embeddings' LayerNorm is `embeddings.norm`; the masking recipe is one
+# `corruption` entry of the training config). Version 1 folders come from mlm_lib 0.1.
+FORMAT_VERSION = 2
 # A save writes "<folder>.tmp-XXXX" and, for a moment, keeps the previous save as "<folder>.old".
 TMP_INFIX = ".tmp-"
 OLD_SUFFIX = ".old"
@@ -109,7 +111,7 @@ def _contiguous_cpu(sd: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 # ---------------------------------------------------------------- optimizer / RNG as tensors + JSON
 
-def split_optimizer_state(state: dict[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+def _split_optimizer_state(state: dict[str, Any]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """Split ``optimizer.state_dict()`` into tensors (for safetensors) and JSON (everything else)."""
     tensors: dict[str, torch.Tensor] = {}
     meta: dict[str, Any] = {"param_groups": _jsonable(state["param_groups"]), "state": {}}
@@ -126,8 +128,8 @@ def split_optimizer_state(state: dict[str, Any]) -> tuple[dict[str, torch.Tensor
     return tensors, meta
 
 
-def join_optimizer_state(tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> dict[str, Any]:
-    """Inverse of :func:`split_optimizer_state`, ready for ``optimizer.load_state_dict``."""
+def _join_optimizer_state(tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> dict[str, Any]:
+    """Inverse of :func:`_split_optimizer_state`, ready for ``optimizer.load_state_dict``."""
     state: dict[int, dict[str, Any]] = {}
     for idx, entry in meta["state"].items():
         st: dict[str, Any] = {}
@@ -148,7 +150,7 @@ def join_optimizer_state(tensors: dict[str, torch.Tensor], meta: dict[str, Any])
     return {"state": state, "param_groups": groups}
 
 
-def capture_rng(generator: torch.Generator | None = None, py_random: random.Random | None = None
+def _capture_rng(generator: torch.Generator | None = None, py_random: random.Random | None = None
                 ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
     """The RNG states a run needs to continue exactly: torch (dropout), CUDA, the masking
     generator and a Python ``random.Random`` (data order)."""
@@ -167,7 +169,7 @@ def capture_rng(generator: torch.Generator | None = None, py_random: random.Rand
 
 def restore_rng(ckpt: Checkpoint, generator: torch.Generator | None = None,
                 py_random: random.Random | None = None) -> None:
-    """Put back what :func:`capture_rng` saved (missing parts are left alone)."""
+    """Put back what :func:`_capture_rng` saved (missing parts are left alone)."""
     rng = ckpt.rng or {}
     if "rng.torch" in rng:
         torch.set_rng_state(rng["rng.torch"])
@@ -242,13 +244,13 @@ def _build_manifest(config: dict[str, Any], step: int, extra: dict[str, Any] | N
     }
     trainer_tensors: dict[str, torch.Tensor] = {}
     if optimizer is not None:
-        tensors, meta = split_optimizer_state(optimizer.state_dict())
+        tensors, meta = _split_optimizer_state(optimizer.state_dict())
         trainer_tensors.update(tensors)
         manifest["optimizer"] = meta
     if scheduler is not None:
         manifest["scheduler"] = _scheduler_state(scheduler)
     if generator is not None or py_random is not None or optimizer is not None:
-        tensors, meta = capture_rng(generator, py_random)
+        tensors, meta = _capture_rng(generator, py_random)
         trainer_tensors.update(tensors)
         manifest["rng"] = meta
     return manifest, trainer_tensors
@@ -261,7 +263,7 @@ def _scheduler_state(scheduler: Any) -> dict[str, Any]:
         json.dumps(state)
     except TypeError as e:
         raise ValueError(f"the scheduler's state is not plain data ({e}); use "
-                         "plain-function lambdas or mlm_lib.train.WarmupLinearSchedule") from None
+                         "plain-function lambdas or mlm_lib.optim.WarmupLinearSchedule") from None
     return state
 
 
@@ -333,9 +335,13 @@ def _read_manifest(folder: Path) -> dict[str, Any]:
         raise CheckpointError(f"{folder} is not a checkpoint: {MANIFEST} is missing") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise CheckpointError(f"{folder / MANIFEST} is truncated or corrupted ({e})") from None
-    if not isinstance(manifest, dict) or manifest.get("format_version") != FORMAT_VERSION:
-        raise CheckpointError(f"{folder / MANIFEST} has an unknown format "
-                              f"(format_version={manifest.get('format_version') if isinstance(manifest, dict) else None})")
+    version = manifest.get("format_version") if isinstance(manifest, dict) else None
+    if version == 1:
+        raise CheckpointError(f"{folder} was written by mlm_lib 0.1 (format_version 1), whose "
+                              "parameter names this version does not read; retrain it, or load "
+                              "it with mlm_lib 0.1 and export it with mlm_lib.hf.save_hf_bert")
+    if version != FORMAT_VERSION:
+        raise CheckpointError(f"{folder / MANIFEST} has an unknown format (format_version={version})")
     return manifest
 
 
@@ -371,7 +377,7 @@ def load_checkpoint(folder: str | os.PathLike, map_location: str = "cpu",
     if not weights_only and ((folder / TRAINER).exists() or TRAINER in hashes):
         trainer = _load_tensors(folder / TRAINER, hashes.get(TRAINER), "cpu")
         if "optimizer" in manifest:
-            ck.optimizer = join_optimizer_state(
+            ck.optimizer = _join_optimizer_state(
                 {k: v.to(map_location) for k, v in trainer.items() if k.startswith("optim.")},
                 manifest["optimizer"])
         rng: dict[str, Any] = {k: v for k, v in trainer.items() if k.startswith("rng.")}

@@ -167,7 +167,7 @@ def _gensim_data(filename: str) -> Path:
     return Path(datapath(filename))
 
 
-def wikipedia_path() -> Path:
+def _wikipedia_path() -> Path:
     """Path of the bz2 Wikipedia excerpt inside gensim's wheel."""
     return _gensim_data(WIKI_FILE)
 
@@ -197,7 +197,7 @@ def _cached(name: str, source: Path, build) -> list[Document]:
 
 def load_wikipedia(use_cache: bool = True) -> list[Document]:
     """The cleaned Wikipedia excerpt from gensim's wheel, one Document per article, in file order."""
-    path = wikipedia_path()
+    path = _wikipedia_path()
     if not use_cache:
         return _parse_wikipedia(path)
     return _cached("wikipedia", path, lambda: _parse_wikipedia(path))

@@ -52,7 +52,7 @@ def autocast(device: torch.device | str, enabled: bool = True) -> Iterator[None]
         yield
 
 
-def make_grad_scaler(device: torch.device | str, enabled: bool = True) -> "torch.amp.GradScaler | None":
+def make_grad_scaler(device: torch.device | str, enabled: bool = True) -> torch.amp.GradScaler | None:
     """A gradient scaler when autocast runs in fp16 (small gradients would underflow), else None."""
     if enabled and autocast_dtype(device) is torch.float16:
         return torch.amp.GradScaler("cuda")
@@ -84,14 +84,17 @@ def init_distributed(device: torch.device | None = None) -> DistInfo:
         return DistInfo()
     rank, local = int(os.environ["RANK"]), int(os.environ.get("LOCAL_RANK", "0"))
     if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if device is not None and device.type == "cuda" else "gloo")
+        # The loop's small reductions (reports, the NaN guard, the clock) are CPU tensors: gloo
+        # carries those, nccl the GPUs' gradients.
+        cuda = device is not None and device.type == "cuda"
+        dist.init_process_group(backend="cpu:gloo,cuda:nccl" if cuda else "gloo")
     return DistInfo(rank=rank, world_size=world, local_rank=local)
 
 
-def all_reduce_(t: torch.Tensor, info: DistInfo) -> torch.Tensor:
-    """Sum ``t`` over all processes, in place (nothing to do for one process)."""
+def all_reduce_(t: torch.Tensor, info: DistInfo, op: str = "sum") -> torch.Tensor:
+    """Sum (or ``op="max"``) ``t`` over all processes, in place (nothing to do for one process)."""
     if info.enabled:
-        dist.all_reduce(t)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM)
     return t
 
 

@@ -20,20 +20,19 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from matplotlib.patches import Rectangle
 
 from mlm_lib.batches import EVAL_SEED, masked_batches
 from mlm_lib.init import build_model
-from mlm_lib.loop import Batch, History, Sums, evaluate, train_loop
+from mlm_lib.loop import History, Objective, Sums, evaluate, train_loop
 from mlm_lib.loss import mlm_loss_sum
 from mlm_lib.masking import BERT_CORRUPTION, EVAL_CORRUPTION, Corruption
 from mlm_lib.model import BertForPreTraining, attention_bias
-from mlm_lib.optim import WarmupLinearSchedule, build_optimizer
+from mlm_lib.optim import build_optimizer
 from mlm_lib.pretraining import PreparedData, PretrainingExample, prepare_data
 from mlm_lib.train import TrainConfig, evaluate_mlm, train
 
@@ -52,7 +51,7 @@ def chapter_data(max_seq_length: int = 64, nsp: bool = False, seed: int = 0) -> 
     return prepare_data(cfg)
 
 
-def micro_config(**overrides: Any) -> TrainConfig:
+def _micro_config(**overrides: Any) -> TrainConfig:
     """The :class:`TrainConfig` of the chapters' experiments; any field can be overridden
     (``model`` overrides are merged into the no-dropout settings)."""
     model = {**NO_DROPOUT, **overrides.pop("model", {})}
@@ -107,11 +106,11 @@ def train_micro(corruption: Corruption = BERT_CORRUPTION, steps: int = 200, seed
         raise ValueError(f"steps must be at least 1, got {steps}")
     overrides.setdefault("warmup_steps", min(WARMUP_STEPS, steps))
     if start_from is not None:
-        net = start_from.config
-        overrides.setdefault("model", {k: getattr(net, k) for k in (
+        config = start_from.config
+        overrides.setdefault("model", {k: getattr(config, k) for k in (
             "num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")})
-        overrides.setdefault("max_seq_length", net.max_position_embeddings)
-    cfg = micro_config(corruption=corruption, max_steps=steps, seed=seed, **overrides)
+        overrides.setdefault("max_seq_length", config.max_position_embeddings)
+    cfg = _micro_config(corruption=corruption, max_steps=steps, seed=seed, **overrides)
     if data is None:
         data = chapter_data(cfg.max_seq_length, cfg.nsp)
     if start_from is not None:
@@ -159,11 +158,11 @@ class NextTokenRun:
     model: torch.nn.Module = field(repr=False)
 
 
-def next_token_objective(bias: torch.Tensor):
+def next_token_objective(bias: torch.Tensor) -> Objective:
     """GPT's objective on rows of tokens: predict x_{i+1} at every position i, through the
     encoder with the attention ``bias``; the MLM head scores the whole vocabulary."""
-    def objective(model: BertForPreTraining, rows: Batch) -> tuple[torch.Tensor, Sums]:
-        h = model.bert(rows, attention_bias=bias).last_hidden_state
+    def objective(model: BertForPreTraining, rows: torch.Tensor) -> tuple[torch.Tensor, Sums]:
+        h = model.bert(rows, attn_bias=bias).last_hidden_state
         logits = model.cls.mlm_logits(h[:, :-1], model.bert.embeddings.word_embeddings.weight)
         targets = rows[:, 1:]
         nll_sum, n = mlm_loss_sum(logits, targets), targets.numel()
@@ -196,16 +195,18 @@ def train_next_token(causal: bool, steps: int = 150, seed: int = 0, seq_len: int
         model = copy.deepcopy(start_from).float()
         torch.manual_seed(seed)
     else:  # the masked runs' model, sinusoidal start: word order visible from step 0
-        model = build_model(micro_config(max_seq_length=seq_len, seed=seed), tok.vocab_size)
-    optimizer = build_optimizer(model, lr)
+        model = build_model(_micro_config(max_seq_length=seq_len, seed=seed), tok.vocab_size)
     g = torch.Generator().manual_seed(seed)
-    batches = iter(lambda: [train_rows[torch.randint(len(train_rows), (batch_size,), generator=g)]], None)
+
+    def batches() -> Iterator[list[torch.Tensor]]:  # random windows, one micro-batch per step
+        while True:
+            yield [train_rows[torch.randint(len(train_rows), (batch_size,), generator=g)]]
+
     objective = next_token_objective(attention_bias(seq_len, causal))
-    state = train_loop(model, objective, batches, optimizer,
-                       WarmupLinearSchedule(optimizer, 0, steps, decay=False), steps,
-                       log_every=log_every)
+    state = train_loop(model, objective, batches(), build_optimizer(model, lr), None, steps,
+                       log_every=log_every)  # a constant learning rate
+    valid = evaluate(model, objective, [valid_rows[:NEXT_TOKEN_EVAL_ROWS]])
     model.eval()
-    valid = evaluate(objective, model, [valid_rows[:NEXT_TOKEN_EVAL_ROWS]])
     curve = state.history.columns("step", "loss", kind="train")
     return NextTokenRun(causal, curve["step"], curve["loss"], valid["loss"], valid["accuracy"], model)
 
@@ -244,6 +245,8 @@ def plot_attention(ax: Any, attention: torch.Tensor, tokens: Sequence[str], titl
                    highlight: Sequence[int] = ()) -> Any:
     """Draw one head's attention [T, T] (rows: the position that reads, columns: the position it
     reads from) with token labels; ``highlight`` puts a box around the rows of interest."""
+    from matplotlib.patches import Rectangle  # matplotlib is optional: only the chapters draw
+
     a = attention.detach().float().cpu()
     if a.dim() != 2 or a.shape[0] != a.shape[1] or a.shape[0] != len(tokens):
         raise ValueError(f"attention must be [T, T] with T = {len(tokens)} tokens, "

@@ -2,14 +2,15 @@
 
 :class:`~mlm_lib.model.BertForPreTraining` followed by :func:`~mlm_lib.loss.mlm_loss_sum` is the
 plain path, the one the chapters print. Training calls :class:`FastPretraining` instead, which
-gives the same per-token losses and gradients (``tests/test_model.py`` checks both to rounding)
-through two shortcuts:
+gives the same per-token losses and gradients (``tests/test_model.py`` checks both to rounding;
+with dropout the two paths draw different masks, as the last layer computes fewer rows) through
+two shortcuts:
 
 1. *The last layer on the rows the heads read.* The MLM head reads only the rows of M and the NSP
    head only [CLS], so the last layer computes its queries, and everything after attention, for
    those rows only; its keys and values still come from every position.
-2. *The fused masked NLL* (:func:`~mlm_lib.loss.masked_nll`): -log P(x_i | x_\\M) straight from the
-   hidden vectors, without keeping the [|M|, V] logits for autograd.
+2. *The fused masked NLL* (:func:`masked_nll`): -log P(x_i | x_\\M) straight from the hidden
+   vectors, without keeping the [|M|, V] logits for autograd.
 
 ``benchmarks/bench_model.py`` measures what they buy, side by side with the plain path.
 """
@@ -21,8 +22,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.autograd.function import once_differentiable
 
-from mlm_lib.loss import masked_nll, target_log_probs
+from mlm_lib.loss import target_log_probs
 from mlm_lib.model import BertForPreTraining, BertLayer
 
 
@@ -45,7 +47,7 @@ def rows_the_heads_read(masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
     return index, masked.gather(1, index) & real
 
 
-def layer_on_rows(layer: BertLayer, x: torch.Tensor, bias: torch.Tensor | None,
+def _layer_on_rows(layer: BertLayer, x: torch.Tensor, bias: torch.Tensor | None,
                   index: torch.Tensor) -> torch.Tensor:
     """``layer(x, bias)`` computed only for the query rows ``index`` [B, Q]: [B, Q, H]."""
     attn = layer.attention
@@ -79,7 +81,7 @@ class FastPretraining(nn.Module):
         x, bias = bert.embed(input_ids, token_type_ids, attention_mask)
         for layer in bert.layers[:-1]:
             x, _ = layer(x, bias)
-        rows = layer_on_rows(bert.layers[-1], x, bias, index)  # [B, Q, H], [CLS] first
+        rows = _layer_on_rows(bert.layers[-1], x, bias, index)  # [B, Q, H], [CLS] first
         h = rows[in_m]  # [|M|, H], still in the row-major order of M
         decoder = bert.embeddings.word_embeddings.weight
         if self.fused_loss:
@@ -89,3 +91,68 @@ class FastPretraining(nn.Module):
             logits = heads.mlm_logits(h, decoder).float()
             nll, predictions = -target_log_probs(logits, targets), logits.argmax(-1)
         return FastOutput(nll, predictions, heads.seq_relationship(bert.pool(rows)))
+
+
+# ---------------------------------------------------------------- 2. the fused masked NLL
+
+class _MaskedNLL(torch.autograd.Function):
+    """-log P(x_i | x_\\M) for each row of M straight from the hidden vectors (see
+    :func:`masked_nll`). Forward: logits z = W h + b, laid out [V, |M|] (one column per masked
+    token, the faster layout for this product on CPU); one max pass gives the stabiliser *and* the
+    prediction; the softmax is computed once, in place, and turned into dL/dz = softmax - one-hot
+    right away. Backward is then just the two matrix products."""
+
+    @staticmethod
+    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.autocast(device_type=hidden.device.type, enabled=False):
+            dt = torch.promote_types(hidden.dtype, torch.float32)  # at least fp32 under AMP
+            h, W, b = hidden.to(dt), weight.to(dt), bias.to(dt)
+            z = torch.addmm(b[:, None], W, h.t())  # [V, |M|]
+            top, predictions = z.max(dim=0)
+            cols = torch.arange(h.size(0), device=h.device)
+            target_logit = z[targets, cols]
+            p = z.sub_(top).exp_()
+            total = p.sum(dim=0)
+            nll = total.log() + top - target_logit  # logsumexp(z) - z[x_i]
+            p.div_(total)
+            p[targets, cols] -= 1.0  # d nll_i / d z_i
+        ctx.save_for_backward(h, W, p)
+        ctx.dtypes = (hidden.dtype, weight.dtype, bias.dtype)
+        ctx.mark_non_differentiable(predictions)
+        return nll, predictions
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_nll: torch.Tensor, _grad_predictions: torch.Tensor | None):
+        h, W, dz = ctx.saved_tensors
+        g = grad_nll.to(dz.dtype)
+        with torch.autocast(device_type=h.device.type, enabled=False):
+            grad_h = (dz.t() @ W) * g[:, None]  # scale the small matrices, never dz itself
+            grad_W = dz @ (h * g[:, None])
+            grad_b = dz @ g
+        dh, dw, db = ctx.dtypes
+        return grad_h.to(dh), grad_W.to(dw), grad_b.to(db), None
+
+
+def masked_nll(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+               targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """-log P(x_i | x_\\M) for each i in M, and the arg-max prediction, without keeping logits.
+
+    ``hidden`` is [|M|, H] (the MLM head's transformed vectors at the masked positions),
+    ``weight`` [V, H] the decoder (BERT's tied word embeddings), ``bias`` [V], ``targets`` [|M|].
+    The numbers are those of ``-target_log_probs(F.linear(hidden, weight, bias), targets)``; the
+    fused version is a training fast path: it makes two passes over the [|M|, V] scores instead
+    of the six or so of linear + log-softmax + gather and their backward (``test_loss`` checks the
+    values and gradients against the plain functions).
+    """
+    if hidden.dim() != 2 or targets.shape != hidden.shape[:1]:
+        raise ValueError(f"hidden must be [|M|, H] and targets [|M|], got {tuple(hidden.shape)} "
+                         f"and {tuple(targets.shape)}")
+    if weight.dim() != 2 or weight.size(1) != hidden.size(1) or bias.shape != weight.shape[:1]:
+        raise ValueError(f"weight must be [V, {hidden.size(1)}] and bias [V], got "
+                         f"{tuple(weight.shape)} and {tuple(bias.shape)}")
+    if targets.device.type == "cpu" and targets.numel() and (
+            targets.min() < 0 or targets.max() >= weight.size(0)):  # free on a CPU only
+        raise ValueError(f"targets must be token ids in [0, {weight.size(0)})")
+    return _MaskedNLL.apply(hidden, weight, bias, targets.long())

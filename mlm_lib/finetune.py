@@ -226,7 +226,7 @@ def _check_set(data: LabelledSet, model: BertClassifier, name: str) -> None:
                          f"{model.num_labels}")
 
 
-def labelled_batch(tokenizer: Any, data: LabelledSet, idx: Sequence[int], max_length: int,
+def _labelled_batch(tokenizer: Any, data: LabelledSet, idx: Sequence[int], max_length: int,
                    device: torch.device) -> Batch:
     """The texts ``idx`` of ``data`` encoded and padded, with their labels, on ``device``."""
     enc = tokenizer.encode_batch([data.texts[i] for i in idx], max_length=max_length)
@@ -248,9 +248,9 @@ def evaluate_classifier(model: BertClassifier, tokenizer: Any, data: LabelledSet
     """Held-out mean cross-entropy and accuracy (argmax label equals the true one)."""
     _check_set(data, model, "evaluation")
     device = next(model.parameters()).device
-    batches = [labelled_batch(tokenizer, data, range(lo, min(lo + batch_size, len(data))),
+    batches = [_labelled_batch(tokenizer, data, range(lo, min(lo + batch_size, len(data))),
                               max_length, device) for lo in range(0, len(data), batch_size)]
-    return evaluate(classification_objective, model, batches)
+    return evaluate(model, classification_objective, batches)
 
 
 @torch.no_grad()
@@ -290,7 +290,7 @@ def finetune(model: BertClassifier, tokenizer: Any, train_set: LabelledSet, cfg:
             order = list(range(len(train_set)))
             rng.shuffle(order)
             for lo in range(0, len(order), cfg.batch_size):
-                yield [labelled_batch(tokenizer, train_set, order[lo:lo + cfg.batch_size],
+                yield [_labelled_batch(tokenizer, train_set, order[lo:lo + cfg.batch_size],
                                       cfg.max_length, device)]
 
     def after_epoch(state: LoopState) -> None:

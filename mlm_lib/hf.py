@@ -99,7 +99,7 @@ def _normalise(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
-def read_config(folder: str | Path) -> BertConfig:
+def _read_config(folder: str | Path) -> BertConfig:
     """Our BertConfig from a Hugging Face config.json (unknown keys are ignored)."""
     path = Path(folder) / "config.json"
     if not path.exists():
@@ -122,7 +122,7 @@ def load_hf_bert(folder: str | Path) -> BertForPreTraining | BertModel:
     any key we do not know, raises a ValueError that lists them.
     """
     folder = Path(folder)
-    config = read_config(folder)
+    config = _read_config(folder)
     weights = _normalise(_read_weights(folder))
 
     has_prefix = any(k.startswith("bert.") for k in weights)

@@ -12,7 +12,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 from torch import nn
@@ -24,6 +24,12 @@ Batch = dict[str, Any]
 # name -> (total, count): reported as total / count; a count of None reports the total itself
 Sums = dict[str, tuple[Any, Any]]
 Objective = Callable[[nn.Module, Batch], tuple[torch.Tensor, Sums]]
+
+
+class Schedule(Protocol):
+    """A learning-rate schedule: told after every step how far training has come."""
+
+    def step(self, elapsed: float | None = None) -> None: ...
 
 
 class History:
@@ -75,13 +81,18 @@ class Metrics:
                 entry[1] += float(count)
 
     def summary(self, dist: DistInfo | None = None) -> dict[str, float]:
-        """total / count per name (summed over all processes first), then start afresh."""
-        names = sorted(self.totals)
+        """total / count per name (summed over all processes first), then start afresh. Totals
+        without a count (e.g. how many tokens) stay whole numbers when they are."""
+        names = list(self.totals)  # the objective's order, the same in every process
         table = torch.tensor([[float(self.totals[n][0]), self.totals[n][1] or 0.0] for n in names],
                              dtype=torch.float64)
         all_reduce_(table, dist or DistInfo())
-        out = {n: t if self.totals[n][1] is None else t / max(c, 1.0)
-               for n, (t, c) in zip(names, table.tolist())}
+        out: dict[str, float] = {}
+        for name, (total, count) in zip(names, table.tolist()):
+            if self.totals[name][1] is not None:
+                out[name] = total / max(count, 1.0)
+            else:
+                out[name] = int(total) if total.is_integer() else total
         self.totals = {}
         return out
 
@@ -100,63 +111,80 @@ class TrainingDiverged(RuntimeError):
 
 
 @torch.no_grad()
-def evaluate(objective: Objective, model: nn.Module, batches: Sequence[Batch]) -> dict[str, float]:
+def evaluate(model: nn.Module, objective: Objective, batches: Sequence[Batch]) -> dict[str, float]:
     """The objective's reports on held-out batches, in eval mode (no dropout), without gradients."""
     was_training = model.training
     model.eval()
     metrics = Metrics()
-    for batch in batches:
-        metrics.add(objective(model, batch)[1])
-    model.train(was_training)
+    try:
+        for batch in batches:
+            metrics.add(objective(model, batch)[1])
+    finally:
+        model.train(was_training)
     return metrics.summary()
 
 
 def train_loop(model: nn.Module, objective: Objective, batches: Iterator[list[Batch]],
-               optimizer: torch.optim.Optimizer, schedule: Any, steps: int, *,
+               optimizer: torch.optim.Optimizer, schedule: Schedule | None, end_step: int, *,
                state: LoopState | None = None, clip_grad_norm: float | None = 1.0,
                log_every: int = 10, time_budget_s: float | None = None,
                callbacks: Sequence[Callable[[LoopState], None]] = (),
                on_log: Callable[[dict[str, Any]], None] | None = None,
-               scaler: Any | None = None, dist: DistInfo | None = None,
+               scaler: torch.amp.GradScaler | None = None, dist: DistInfo | None = None,
                progress: bool = False, desc: str = "training") -> LoopState:
-    """Optimizer steps until ``steps`` (or ``time_budget_s`` of training time).
+    """Optimizer steps until step ``end_step`` (or ``time_budget_s`` of training time).
 
     Each step takes the next item of ``batches``, a list of micro-batches whose losses add up to
-    the step's loss (gradient accumulation), then clips, steps the optimizer and the schedule.
-    Every ``log_every`` steps the reports become a "train" record of ``state.history``; after
-    every step each callback gets the state (to evaluate or save a checkpoint)."""
+    the step's loss (gradient accumulation), then clips, steps the optimizer and the schedule
+    (``None``: a constant learning rate). Every ``log_every`` steps the reports become a "train"
+    record of ``state.history`` (a report named ``tokens`` becomes ``tokens_per_s``, over training
+    time); after every step each callback gets the state (to evaluate or save a checkpoint)."""
     state, dist = state or LoopState(), dist or DistInfo()
     metrics, logged_at = Metrics(), state.elapsed
-    bar = tqdm(total=steps, initial=state.step, disable=not (progress and dist.is_main), desc=desc,
-               dynamic_ncols=True)
+    bar = tqdm(total=end_step, initial=state.step, disable=not (progress and dist.is_main),
+               desc=desc, dynamic_ncols=True)
     model.train()
-    while state.step < steps and not (time_budget_s and state.elapsed >= time_budget_s):
-        t0 = time.perf_counter()
-        step_loss = accumulate(model, objective, next(batches), metrics, scaler, dist)
-        check_finite(step_loss, state.step + 1, dist)
-        optimizer_step(model, optimizer, clip_grad_norm, scaler)
-        state.step += 1
-        state.elapsed += time.perf_counter() - t0
-        schedule.step(state.elapsed)
-        bar.update(1)
-        if state.step % log_every == 0 or state.step == steps:
-            record = {"step": state.step, "lr": optimizer.param_groups[0]["lr"],
-                      **metrics.summary(dist), "elapsed": state.elapsed}
-            if "tokens" in record:
-                record["tokens_per_s"] = record.pop("tokens") / max(state.elapsed - logged_at, 1e-9)
-            state.history.append("train", **record)
-            bar.set_postfix({k: f"{v:.3g}" for k, v in list(record.items())[1:4]})
-            if on_log and dist.is_main:
-                on_log(state.history.records[-1])
-            logged_at = state.elapsed
-        for callback in callbacks:
-            callback(state)
-    bar.close()
+    try:
+        while state.step < end_step and not _out_of_time(state, time_budget_s, dist):
+            t0 = time.perf_counter()
+            step_loss = _accumulate(model, objective, next(batches), metrics, scaler, dist)
+            _check_finite(step_loss, state.step + 1, optimizer, dist)
+            _optimizer_step(model, optimizer, clip_grad_norm, scaler)
+            state.step += 1
+            state.elapsed += time.perf_counter() - t0
+            if schedule is not None:
+                schedule.step(state.elapsed)
+            bar.update(1)
+            if state.step % log_every == 0 or state.step == end_step:
+                reports = metrics.summary(dist)
+                if "tokens" in reports:
+                    reports["tokens_per_s"] = reports.pop("tokens") / max(state.elapsed - logged_at, 1e-9)
+                record = {"step": state.step, "lr": optimizer.param_groups[0]["lr"], **reports,
+                          "elapsed": state.elapsed}
+                state.history.append("train", **record)
+                bar.set_postfix({k: f"{v:.3g}" for k, v in list(reports.items())[:2]})
+                if on_log and dist.is_main:
+                    on_log(state.history.records[-1])
+                logged_at = state.elapsed
+            for callback in callbacks:
+                callback(state)
+    finally:
+        bar.close()
     return state
 
 
-def accumulate(model: nn.Module, objective: Objective, micro_batches: list[Batch],
-               metrics: Metrics, scaler: Any | None, dist: DistInfo) -> torch.Tensor:
+def _out_of_time(state: LoopState, time_budget_s: float | None, dist: DistInfo) -> bool:
+    """Whether the training time is spent; under several processes the slowest one's clock
+    decides, so that all of them stop at the same step."""
+    if time_budget_s is None:
+        return False
+    elapsed = all_reduce_(torch.tensor([state.elapsed], dtype=torch.float64), dist, op="max")
+    return float(elapsed) >= time_budget_s
+
+
+def _accumulate(model: nn.Module, objective: Objective, micro_batches: list[Batch],
+               metrics: Metrics, scaler: torch.amp.GradScaler | None, dist: DistInfo
+               ) -> torch.Tensor:
     """Forward and backward over one step's micro-batches; DDP averages gradients on the last."""
     step_loss: torch.Tensor | None = None
     for i, batch in enumerate(micro_batches):
@@ -166,19 +194,22 @@ def accumulate(model: nn.Module, objective: Objective, micro_batches: list[Batch
             (scaler.scale(loss) if scaler is not None else loss).backward()
         step_loss = loss.detach() if step_loss is None else step_loss + loss.detach()
         metrics.add(sums)
-    assert step_loss is not None, "a step needs at least one micro-batch"
+    if step_loss is None:
+        raise ValueError("a step needs at least one micro-batch")
     return step_loss
 
 
-def check_finite(step_loss: torch.Tensor, step: int, dist: DistInfo) -> None:
-    """Stop on a NaN or infinite loss; every process agrees before anyone steps."""
+def _check_finite(step_loss: torch.Tensor, step: int, optimizer: torch.optim.Optimizer,
+                 dist: DistInfo) -> None:
+    """Stop on a NaN or infinite loss, before the optimizer steps; every process agrees."""
     bad = torch.tensor([0.0 if torch.isfinite(step_loss) else 1.0])
     if float(all_reduce_(bad, dist)) > 0:
+        optimizer.zero_grad(set_to_none=True)
         raise TrainingDiverged(f"loss became {float(step_loss)} at step {step}")
 
 
-def optimizer_step(model: nn.Module, optimizer: torch.optim.Optimizer,
-                   clip_grad_norm: float | None, scaler: Any | None) -> None:
+def _optimizer_step(model: nn.Module, optimizer: torch.optim.Optimizer,
+                   clip_grad_norm: float | None, scaler: torch.amp.GradScaler | None) -> None:
     """Clip the gradient's norm, step (through the fp16 scaler when there is one), clear."""
     if scaler is not None:
         scaler.unscale_(optimizer)

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from torch.autograd.function import once_differentiable
 
 from mlm_lib.masking import IGNORE_INDEX  # the label of a position outside M (-100, as in PyTorch)
-
 
 
 def log_probs(logits: torch.Tensor) -> torch.Tensor:
@@ -62,68 +60,6 @@ def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     """
     num_masked = (labels != IGNORE_INDEX).sum().clamp(min=1)
     return mlm_loss_sum(logits, labels) / num_masked
-
-
-class _MaskedNLL(torch.autograd.Function):
-    """-log P(x_i | x_\\M) for each row of M straight from the hidden vectors (see
-    :func:`masked_nll`). Forward: logits z = W h + b, laid out [V, |M|] (one column per masked
-    token, the faster layout for this product on CPU); one max pass gives the stabiliser *and* the
-    prediction; the softmax is computed once, in place, and turned into dL/dz = softmax - one-hot
-    right away. Backward is then just the two matrix products."""
-
-    @staticmethod
-    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
-                targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        with torch.autocast(device_type=hidden.device.type, enabled=False):
-            dt = torch.promote_types(hidden.dtype, torch.float32)  # at least fp32 under AMP
-            h, W, b = hidden.to(dt), weight.to(dt), bias.to(dt)
-            z = torch.addmm(b[:, None], W, h.t())  # [V, |M|]
-            top, predictions = z.max(dim=0)
-            cols = torch.arange(h.size(0), device=h.device)
-            target_logit = z[targets, cols]
-            p = z.sub_(top).exp_()
-            total = p.sum(dim=0)
-            nll = total.log() + top - target_logit  # logsumexp(z) - z[x_i]
-            p.div_(total)
-            p[targets, cols] -= 1.0  # d nll_i / d z_i
-        ctx.save_for_backward(h, W, p)
-        ctx.dtypes = (hidden.dtype, weight.dtype, bias.dtype)
-        ctx.mark_non_differentiable(predictions)
-        return nll, predictions
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad_nll: torch.Tensor, _grad_predictions: torch.Tensor | None):
-        h, W, dz = ctx.saved_tensors
-        g = grad_nll.to(dz.dtype)
-        with torch.autocast(device_type=h.device.type, enabled=False):
-            grad_h = (dz.t() @ W) * g[:, None]  # scale the small matrices, never dz itself
-            grad_W = dz @ (h * g[:, None])
-            grad_b = dz @ g
-        dh, dw, db = ctx.dtypes
-        return grad_h.to(dh), grad_W.to(dw), grad_b.to(db), None
-
-
-def masked_nll(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
-               targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """-log P(x_i | x_\\M) for each i in M, and the arg-max prediction, without keeping logits.
-
-    ``hidden`` is [|M|, H] (the MLM head's transformed vectors at the masked positions),
-    ``weight`` [V, H] the decoder (BERT's tied word embeddings), ``bias`` [V], ``targets`` [|M|].
-    The numbers are those of ``-target_log_probs(F.linear(hidden, weight, bias), targets)``; the
-    fused version is a training fast path: it makes two passes over the [|M|, V] scores instead
-    of the six or so of linear + log-softmax + gather and their backward (``test_loss`` checks the
-    values and gradients against the plain functions).
-    """
-    if hidden.dim() != 2 or targets.shape != hidden.shape[:1]:
-        raise ValueError(f"hidden must be [|M|, H] and targets [|M|], got {tuple(hidden.shape)} "
-                         f"and {tuple(targets.shape)}")
-    if weight.dim() != 2 or weight.size(1) != hidden.size(1) or bias.shape != weight.shape[:1]:
-        raise ValueError(f"weight must be [V, {hidden.size(1)}] and bias [V], got "
-                         f"{tuple(weight.shape)} and {tuple(bias.shape)}")
-    if targets.numel() and (targets.min() < 0 or targets.max() >= weight.size(0)):
-        raise ValueError(f"targets must be token ids in [0, {weight.size(0)})")
-    return _MaskedNLL.apply(hidden, weight, bias, targets.long())
 
 
 def nsp_loss(nsp_logits: torch.Tensor, is_next: torch.Tensor) -> torch.Tensor:

@@ -35,6 +35,9 @@ ACTIVATIONS = {
 # A weight is drawn from a normal cut at this many standard deviations, as TensorFlow's
 # truncated_normal_initializer (used by Google's BERT) does.
 TRUNCATE_AT_STD = 2.0
+# The heads draw from their own seeded generator (seed + this), so the encoder's initial weights
+# are the same whether or not heads sit on top of it.
+HEADS_SEED_OFFSET = 1
 
 
 @dataclass
@@ -157,7 +160,7 @@ class BertEmbeddings(nn.Module):
 
 # ---------------------------------------------------------------- attention
 
-def additive_bias(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+def _additive_bias(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """Bool "this query may read this key" -> the additive attention bias: 0 where allowed, the
     dtype's minimum where not. The minimum rather than -inf keeps a row with nothing allowed (all
     padding) finite: it becomes uniform instead of 0/0 = NaN."""
@@ -165,18 +168,18 @@ def additive_bias(allowed: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
         ~allowed, torch.finfo(dtype).min)
 
 
-def padding_bias(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
+def _padding_bias(attention_mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
     """[B, T] 1/0 padding mask -> bias [B, 1, 1, T] that hides padded keys from every query.
 
     None when nothing is padded, so attention runs with no bias at all. That test reads the data,
     which would stall a GPU at every step, so it is made on the CPU only."""
     if attention_mask is None or (attention_mask.device.type == "cpu" and bool(attention_mask.all())):
         return None
-    return additive_bias(attention_mask.bool()[:, None, None, :], dtype)
+    return _additive_bias(attention_mask.bool()[:, None, None, :], dtype)
 
 
 def attention_bias(seq_len: int, causal: bool, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """Bias [1, 1, T, T] for :class:`BertModel`'s ``attention_bias``: 0 where query i may read key
+    """Bias [1, 1, T, T] for :class:`BertModel`'s ``attn_bias``: 0 where query i may read key
     j, a large negative number where it may not. Bidirectional (BERT): every j. Causal (GPT): only
     j <= i."""
     if seq_len < 1:
@@ -184,7 +187,7 @@ def attention_bias(seq_len: int, causal: bool, dtype: torch.dtype = torch.float3
     allowed = torch.ones(seq_len, seq_len, dtype=torch.bool)
     if causal:
         allowed = allowed.tril()
-    return additive_bias(allowed, dtype)[None, None]
+    return _additive_bias(allowed, dtype)[None, None]
 
 
 class BertSelfAttention(nn.Module):
@@ -254,7 +257,7 @@ class BertLayer(nn.Module):
         return self.output_norm(x + self.dropout(h))
 
 
-def check_inputs(config: BertConfig, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
+def _check_inputs(config: BertConfig, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
                  attention_mask: torch.Tensor | None) -> None:
     """Turn the usual mistakes into ValueErrors that say what is wrong.
 
@@ -291,15 +294,14 @@ class BertModel(nn.Module):
         self.embeddings = BertEmbeddings(config)
         self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
         self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
-        init_bert_weights(self, config.initializer_range, seeded_generator(seed))
+        init_bert_weights(self, config.initializer_range, _seeded_generator(seed))
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None,
-                attention_bias: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> EncoderOutput:
-        """``attention_mask`` [B, T] marks real tokens (1) and padding (0). ``attention_bias`` adds
-        any other rule of who may read whom, e.g. :func:`attention_bias` with ``causal=True``."""
-        x, bias = self.embed(input_ids, token_type_ids, attention_mask, attention_bias)
+                attention_mask: torch.Tensor | None = None, attn_bias: torch.Tensor | None = None,
+                output_attentions: bool = False, output_hidden_states: bool = False) -> EncoderOutput:
+        """``attention_mask`` [B, T] marks real tokens (1) and padding (0). ``attn_bias`` adds any
+        other rule of who may read whom, e.g. :func:`attention_bias` with ``causal=True``."""
+        x, bias = self.embed(input_ids, token_type_ids, attention_mask, attn_bias)
         hidden, attentions = [x], []
         for layer in self.layers:
             x, probs = layer(x, bias, need_probs=output_attentions)
@@ -309,16 +311,17 @@ class BertModel(nn.Module):
                              tuple(attentions) if output_attentions else None)
 
     def embed(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
-              attention_mask: torch.Tensor | None, attention_bias: torch.Tensor | None = None
+              attention_mask: torch.Tensor | None, attn_bias: torch.Tensor | None = None
               ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The layers' input x [B, T, H] and the one attention bias that every layer uses."""
-        check_inputs(self.config, input_ids, token_type_ids, attention_mask)
+        """Check the inputs, then return the layers' input x [B, T, H] (the embeddings) and the one
+        attention bias that every layer uses (padding plus ``attn_bias``)."""
+        _check_inputs(self.config, input_ids, token_type_ids, attention_mask)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         x = self.embeddings(input_ids, token_type_ids)
-        bias = padding_bias(attention_mask, x.dtype)
-        if attention_bias is not None:
-            extra = attention_bias.to(x.dtype)
+        bias = _padding_bias(attention_mask, x.dtype)
+        if attn_bias is not None:
+            extra = attn_bias.to(x.device, x.dtype)
             bias = extra if bias is None else (bias + extra).clamp(min=torch.finfo(x.dtype).min)
         return x, bias
 
@@ -359,7 +362,7 @@ class BertForPreTraining(nn.Module):
         self.bert = BertModel(config, seed=seed)
         self.cls = BertPreTrainingHeads(config)
         heads_seed = None if seed is None else seed + HEADS_SEED_OFFSET
-        init_bert_weights(self.cls, config.initializer_range, seeded_generator(heads_seed))
+        init_bert_weights(self.cls, config.initializer_range, _seeded_generator(heads_seed))
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None,
@@ -372,21 +375,21 @@ class BertForPreTraining(nn.Module):
                         output_hidden_states=output_hidden_states)
         h = enc.last_hidden_state
         if masked_positions is not None:
-            h = h[check_positions(masked_positions, input_ids)]  # gather the rows of M first: [|M|, H]
+            _check_positions(masked_positions, input_ids)
+            h = h[masked_positions]  # gather the rows of M first: [|M|, H]
         mlm_logits = self.cls.mlm_logits(h, self.bert.embeddings.word_embeddings.weight)
         nsp_logits = self.cls.seq_relationship(enc.pooled_output)
         return PreTrainingOutput(mlm_logits, nsp_logits, enc.last_hidden_state, enc.pooled_output,
                                  enc.hidden_states, enc.attentions)
 
 
-def check_positions(masked_positions: torch.Tensor, input_ids: torch.Tensor) -> torch.Tensor:
-    """``masked_positions`` must be a bool tensor shaped like ``input_ids``; returned as it is."""
+def _check_positions(masked_positions: torch.Tensor, input_ids: torch.Tensor) -> None:
+    """``masked_positions`` must be a bool tensor shaped like ``input_ids``."""
     if tuple(masked_positions.shape) != tuple(input_ids.shape):
         raise ValueError(f"masked_positions must have the shape of input_ids "
                          f"{tuple(input_ids.shape)}, got {tuple(masked_positions.shape)}")
     if masked_positions.dtype != torch.bool:
         raise ValueError(f"masked_positions must be a bool tensor, got {masked_positions.dtype}")
-    return masked_positions
 
 
 def count_parameters(model: nn.Module) -> int:
@@ -396,12 +399,7 @@ def count_parameters(model: nn.Module) -> int:
 
 # ---------------------------------------------------------------- initialisation
 
-# The heads draw from their own seeded generator (seed + this), so the encoder's initial weights
-# are the same whether or not heads sit on top of it.
-HEADS_SEED_OFFSET = 1
-
-
-def seeded_generator(seed: int | None) -> torch.Generator | None:
+def _seeded_generator(seed: int | None) -> torch.Generator | None:
     """A CPU generator seeded with ``seed``, or None (the global RNG) when no seed is given."""
     return torch.Generator().manual_seed(seed) if seed is not None else None
 

@@ -30,18 +30,15 @@ class WarmupLinearSchedule:
 
     The end is ``total_steps`` or, when a ``time_budget_s`` is given, the clock: the decay
     follows ``max(step / total_steps, elapsed / time_budget_s)``, so a 5-minute run reaches the
-    low learning rate exactly when time runs out, whatever this machine's speed. With
-    ``warmup_steps=0`` and ``decay=False`` the rate stays constant."""
+    low learning rate exactly when time runs out, whatever this machine's speed."""
 
     def __init__(self, optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int,
-                 min_ratio: float = 0.0, time_budget_s: float | None = None,
-                 decay: bool = True) -> None:
+                 min_ratio: float = 0.0, time_budget_s: float | None = None) -> None:
         self.optimizer = optimizer
         self.warmup_steps = warmup_steps
         self.total_steps = total_steps
         self.min_ratio = min_ratio
         self.time_budget_s = time_budget_s
-        self.decay = decay
         self.base_lrs = [g.setdefault("initial_lr", g["lr"]) for g in optimizer.param_groups]
         self.step_count = 0
         self.elapsed = 0.0
@@ -49,8 +46,6 @@ class WarmupLinearSchedule:
 
     def factor(self) -> float:
         warm = min(1.0, (self.step_count + 1) / self.warmup_steps) if self.warmup_steps else 1.0
-        if not self.decay:
-            return warm
         progress = self.step_count / self.total_steps
         if self.time_budget_s:
             progress = max(progress, self.elapsed / self.time_budget_s)
@@ -73,8 +68,7 @@ class WarmupLinearSchedule:
     def state_dict(self) -> dict[str, Any]:
         return {"step_count": self.step_count, "elapsed": self.elapsed, "base_lrs": self.base_lrs,
                 "warmup_steps": self.warmup_steps, "total_steps": self.total_steps,
-                "min_ratio": self.min_ratio, "time_budget_s": self.time_budget_s,
-                "decay": self.decay}
+                "min_ratio": self.min_ratio, "time_budget_s": self.time_budget_s}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.step_count = int(state["step_count"])

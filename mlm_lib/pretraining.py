@@ -27,7 +27,7 @@ import torch
 
 from mlm_lib.baselines import CountBaselines
 from mlm_lib.corpus import Document, load_corpus, train_valid_split
-from mlm_lib.tokenizer import book_tokenizer
+from mlm_lib.tokenizer import book_tokenizer, pad_batch
 
 # NotNext draws a random document until it is not this one; after this many tries it takes what
 # it drew (a corpus of one document has no other), as Google's create_pretraining_data.py does.
@@ -160,18 +160,9 @@ def collate(examples: Sequence[PretrainingExample], pad_id: int) -> dict[str, to
     """Pad examples on the right into LongTensors: input_ids, token_type_ids, attention_mask, is_next."""
     if len(examples) == 0:
         raise ValueError("cannot collate an empty list of examples")
-    width = max(len(e.input_ids) for e in examples)
-    n = len(examples)
-    ids = torch.full((n, width), pad_id, dtype=torch.long)
-    types = torch.zeros((n, width), dtype=torch.long)
-    mask = torch.zeros((n, width), dtype=torch.long)
-    for i, e in enumerate(examples):
-        k = len(e.input_ids)
-        ids[i, :k] = torch.as_tensor(e.input_ids, dtype=torch.long)
-        types[i, :k] = torch.as_tensor(e.token_type_ids, dtype=torch.long)
-        mask[i, :k] = 1
-    is_next = torch.tensor([int(e.is_next) for e in examples], dtype=torch.long)
-    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask, "is_next": is_next}
+    batch = pad_batch([e.input_ids for e in examples], [e.token_type_ids for e in examples], pad_id)
+    batch["is_next"] = torch.tensor([int(e.is_next) for e in examples], dtype=torch.long)
+    return batch
 
 
 @dataclass
@@ -190,7 +181,7 @@ def prepare_data(cfg: Any, corpus: str | Sequence[str] = "wikipedia", tokenizer:
     ``cfg`` (a :class:`~mlm_lib.train.TrainConfig`) says: sequence length, short share, NSP."""
     docs = load_corpus(corpus)
     train_docs, valid_docs = train_valid_split(docs, valid_fraction=valid_fraction, seed=SPLIT_SEED)
-    tokenizer = tokenizer or book_tokenizer()
+    tokenizer = book_tokenizer() if tokenizer is None else tokenizer
     kw = dict(max_seq_length=cfg.max_seq_length, short_seq_prob=cfg.short_seq_prob, nsp=cfg.nsp)
     train_ex = create_pretraining_examples(train_docs, tokenizer, seed=cfg.seed, **kw)
     valid_ex = create_pretraining_examples(valid_docs, tokenizer, seed=cfg.seed + VALID_SEED_OFFSET, **kw)

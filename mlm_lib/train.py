@@ -33,7 +33,8 @@ from mlm_lib.checkpoint import (CheckpointError, latest_checkpoint, load_checkpo
 from mlm_lib.device import DistInfo, autocast, make_grad_scaler, resolve_device, unwrap
 from mlm_lib.fast_paths import FastPretraining
 from mlm_lib.init import init_unigram_bias
-from mlm_lib.loop import Batch, History, LoopState, Sums, TrainingDiverged, evaluate, train_loop
+from mlm_lib.loop import (Batch, History, LoopState, Objective, Sums, TrainingDiverged, evaluate,
+                          train_loop)
 from mlm_lib.loss import nsp_class, nsp_loss
 from mlm_lib.masking import BERT_CORRUPTION, EVAL_CORRUPTION, Corruption
 from mlm_lib.model import BertForPreTraining
@@ -48,7 +49,8 @@ DROPOUT_SEED_OFFSET = 2  # torch's global RNG, which dropout draws from
 @dataclass
 class TrainConfig:
     """Everything a pretraining run needs besides the data. Batch sizes are *global*: one
-    optimizer step sees ``batch_size * grad_accum`` examples however many processes share them."""
+    optimizer step sees ``batch_size`` examples, in ``grad_accum`` micro-batches, however many
+    processes share them."""
 
     # model: a BertConfig preset plus overrides (e.g. {"num_hidden_layers": 2})
     preset: str = "mini"
@@ -88,7 +90,7 @@ class TrainConfig:
     device: str = "auto"
     amp: bool = True
     compile: bool = False
-    fused_loss: bool = True  # mlm_lib.loss.masked_nll instead of logits + log-softmax (same numbers)
+    fused_loss: bool = True  # fast_paths.masked_nll instead of logits + log-softmax (same numbers)
     threads: int | None = None
     progress: bool = True
 
@@ -140,7 +142,7 @@ class TrainResult:
 
 # ---------------------------------------------------------------- the objective
 
-def pretraining_objective(nsp: bool) -> Callable[[FastPretraining, Batch], tuple[torch.Tensor, Sums]]:
+def pretraining_objective(nsp: bool) -> Objective:
     """The loss of one micro-batch (MLM, plus NSP when ``nsp``) and its reports.
 
     A batch carries ``mlm_norm`` and ``nsp_norm``: 1 / |M| and 1 / B of the whole global batch
@@ -149,7 +151,7 @@ def pretraining_objective(nsp: bool) -> Callable[[FastPretraining, Batch], tuple
         targets = b["labels"][b["masked"]]
         out = model(b["input_ids"], b["token_type_ids"], b["attention_mask"], b["masked"], targets)
         mlm_sum, n = out.mlm_nll.sum(), targets.numel()
-        loss = mlm_sum * b.get("mlm_norm", 1.0 / max(n, 1))
+        loss = mlm_sum * b.get("mlm_norm", 1.0 / max(n, 1))  # 1 / |M| of the global batch
         sums: Sums = {"mlm_loss": (mlm_sum, n), "mlm_acc": ((out.mlm_predictions == targets).sum(), n),
                       "num_masked": (n, None), "tokens": (b["attention_mask"].sum(), None)}
         if nsp:
@@ -163,20 +165,22 @@ def pretraining_objective(nsp: bool) -> Callable[[FastPretraining, Batch], tuple
 
 
 def evaluate_mlm(model: BertForPreTraining, batches: Sequence[Batch], nsp: bool = True,
-                 baselines: CountBaselines | None = None) -> dict[str, float]:
+                 baselines: CountBaselines | None = None, amp: bool = False) -> dict[str, float]:
     """Held-out masked-token loss and accuracy (and NSP), plus the count baselines' accuracy on
-    the same blanks when given. Accuracy: the arg-max prediction is the original token."""
-    device = next(model.parameters()).device
+    the same blanks when given. Accuracy: the arg-max prediction is the original token. The loss
+    is computed the plain way (logits, log-softmax), under mixed precision when ``amp``."""
+    net = unwrap(model)
+    device = next(net.parameters()).device
     on_device = [{k: v.to(device) for k, v in b.items()} for b in batches]
-    result = evaluate(pretraining_objective(nsp), FastPretraining(unwrap(model)), on_device)
-    result.pop("tokens")
-    result["num_masked"] = int(result["num_masked"])  # a count, summed in float64
+    scorer = FastPretraining(net, fused_loss=False).train(net.training)
+    result = evaluate(scorer, _autocast_objective(pretraining_objective(nsp), device, amp), on_device)
+    result.pop("tokens", None)
     if baselines is not None:
-        result.update(baseline_accuracy(baselines, batches))
+        result.update(_baseline_accuracy(baselines, batches))
     return result
 
 
-def baseline_accuracy(baselines: CountBaselines, batches: Sequence[Batch]) -> dict[str, float]:
+def _baseline_accuracy(baselines: CountBaselines, batches: Sequence[Batch]) -> dict[str, float]:
     """Each count baseline's share of the blanks of ``batches`` it fills correctly."""
     totals: dict[str, tuple[int, int]] = {}
     for b in batches:
@@ -189,7 +193,7 @@ def baseline_accuracy(baselines: CountBaselines, batches: Sequence[Batch]) -> di
 
 # ---------------------------------------------------------------- batches of a global step
 
-def step_batches(cfg: TrainConfig, examples: Sequence[PretrainingExample], tokenizer: Any,
+def _step_batches(cfg: TrainConfig, examples: Sequence[PretrainingExample], tokenizer: Any,
                  stream: BatchStream, generator: torch.Generator, dist: DistInfo,
                  device: torch.device) -> Iterator[list[Batch]]:
     """Each step's micro-batches for this process. Every process builds (and masks) the whole
@@ -208,20 +212,24 @@ def step_batches(cfg: TrainConfig, examples: Sequence[PretrainingExample], token
             lo = m * micro + dist.rank * per_rank
             rows = {k: v[lo:lo + per_rank] for k, v in full.items()}
             width = max(int(rows["attention_mask"].sum(1).max()), 1)  # drop all-padding columns
-            parts.append({**{k: (v[:, :width] if v.dim() == 2 else v).to(device, non_blocking=True)
-                             for k, v in rows.items()}, **norms})
+            part = {k: (v[:, :width] if v.dim() == 2 else v).to(device, non_blocking=True)
+                    for k, v in rows.items()}
+            parts.append({**part, **norms})
         yield parts
 
 
 # ---------------------------------------------------------------- the run
 
-class PretrainingRun:
+class _PretrainingRun:
     """The state of one run: model, optimiser, schedule, data position, RNG, history. It knows
     how to resume from a checkpoint, save one, and evaluate; :func:`train` drives it."""
 
     def __init__(self, model: torch.nn.Module, cfg: TrainConfig, num_examples: int,
-                 out_dir: Path | None, dist: DistInfo) -> None:
+                 out_dir: Path | None, dist: DistInfo, eval_batches: list[Batch] | None = None,
+                 baselines: CountBaselines | None = None,
+                 on_log: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.cfg, self.out_dir, self.dist = cfg, out_dir, dist
+        self.eval_batches, self.baselines, self.on_log = eval_batches, baselines, on_log
         self.device = resolve_device(cfg.device)
         if self.device.type == "cuda" and dist.enabled:
             self.device = torch.device("cuda", dist.local_rank)
@@ -234,12 +242,10 @@ class PretrainingRun:
         self.stream = BatchStream(num_examples, cfg.batch_size, cfg.seed)
         self.generator = torch.Generator().manual_seed(cfg.seed + MASKING_SEED_OFFSET)
         torch.manual_seed(cfg.seed + DROPOUT_SEED_OFFSET)
+        self.scaler = make_grad_scaler(self.device, cfg.amp)
         self.state = LoopState()
         self.last_good: Path | None = None
-        self.eval_batches: list[Batch] | None = None
-        self.baselines: CountBaselines | None = None
         self.last_eval: dict[str, float] | None = None
-        self.on_log: Callable[[dict[str, Any]], None] | None = None
 
     def resume(self, path: Path) -> None:
         ck = load_checkpoint(path)
@@ -251,6 +257,8 @@ class PretrainingRun:
             self.schedule.load_state_dict(ck.scheduler)
         self.stream.load_state_dict(ck.extra["data"])
         restore_rng(ck, self.generator)
+        if self.scaler is not None and "grad_scaler" in ck.extra:
+            self.scaler.load_state_dict(ck.extra["grad_scaler"])
         self.state = LoopState(ck.step, float(ck.extra.get("elapsed", 0.0)),
                                History(ck.extra.get("history", [])))
         self.last_good = path
@@ -263,8 +271,9 @@ class PretrainingRun:
             self.state.step, optimizer=self.optimizer, scheduler=self.schedule,
             generator=self.generator,
             extra={"data": self.stream.state_dict(), "history": self.state.history.records,
-                   "elapsed": self.state.elapsed, "train_config": self.cfg.to_dict()})
-        prune_checkpoints(self.out_dir, self.cfg.keep_last)
+                   "elapsed": self.state.elapsed, "train_config": self.cfg.to_dict(),
+                   **({"grad_scaler": self.scaler.state_dict()} if self.scaler else {})})
+        _prune_checkpoints(self.out_dir, self.cfg.keep_last)
         self.last_good = path
         return path
 
@@ -272,7 +281,7 @@ class PretrainingRun:
         if self.eval_batches:
             # NSP is scored even when it is not trained: chapter 11 shows an untrained head at chance
             self.last_eval = evaluate_mlm(self.net, self.eval_batches, nsp=True,
-                                          baselines=self.baselines)
+                                          baselines=self.baselines, amp=self.cfg.amp)
             self.state.history.append("eval", step=self.state.step, **self.last_eval)
             if self.on_log and self.dist.is_main:
                 self.on_log(self.state.history.records[-1])
@@ -287,7 +296,7 @@ class PretrainingRun:
         return after_step
 
 
-def prune_checkpoints(out_dir: Path, keep_last: int) -> None:
+def _prune_checkpoints(out_dir: Path, keep_last: int) -> None:
     """Delete all but the newest ``keep_last`` step folders (0 keeps them all)."""
     found = sorted(p for p in out_dir.glob("step-*") if p.is_dir() and ".tmp-" not in p.name)
     for p in found[:-keep_last] if keep_last > 0 else []:
@@ -310,17 +319,15 @@ def train(model: torch.nn.Module, tokenizer: Any, train_examples: Sequence[Pretr
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     out_path = Path(out_dir) if out_dir is not None else None
-    run = PretrainingRun(model, cfg, len(train_examples), out_path, dist)
-    path = resume_path(resume, out_path)
+    eval_batches = masked_batches(valid_examples, tokenizer, cfg.eval_corruption,
+                                  max_examples=cfg.eval_examples) if valid_examples else None
+    run = _PretrainingRun(model, cfg, len(train_examples), out_path, dist, eval_batches, baselines,
+                         on_log)
+    path = _resume_path(resume, out_path)
     if path is not None:
         run.resume(path)
     elif cfg.unigram_bias_init:
         init_unigram_bias(run.net, train_examples, tokenizer.special_ids)
-    if valid_examples:
-        run.eval_batches = masked_batches(valid_examples, tokenizer, cfg.eval_corruption,
-                                          max_examples=cfg.eval_examples)
-        run.baselines = baselines
-    run.on_log = on_log
     step_model: torch.nn.Module = FastPretraining(run.net, cfg.fused_loss)
     if cfg.compile:
         step_model = torch.compile(step_model, dynamic=True)
@@ -331,13 +338,13 @@ def train(model: torch.nn.Module, tokenizer: Any, train_examples: Sequence[Pretr
     end_step = min(cfg.max_steps, cfg.stop_at_step or cfg.max_steps)
     objective = pretraining_objective(cfg.nsp)
     try:
-        train_loop(step_model, autocast_objective(objective, run.device, cfg.amp),
-                   step_batches(cfg, train_examples, tokenizer, run.stream, run.generator, dist,
+        train_loop(step_model, _autocast_objective(objective, run.device, cfg.amp),
+                   _step_batches(cfg, train_examples, tokenizer, run.stream, run.generator, dist,
                                 run.device),
                    run.optimizer, run.schedule, end_step, state=run.state,
                    clip_grad_norm=cfg.clip_grad_norm, log_every=cfg.log_every,
                    time_budget_s=cfg.time_budget_s, callbacks=[run.callback(end_step)],
-                   on_log=on_log, scaler=make_grad_scaler(run.device, cfg.amp), dist=dist,
+                   on_log=on_log, scaler=run.scaler, dist=dist,
                    progress=cfg.progress, desc="pretraining")
     except TrainingDiverged as err:
         where = f"the last good checkpoint is {run.last_good}" if run.last_good else "no checkpoint was saved"
@@ -349,7 +356,7 @@ def train(model: torch.nn.Module, tokenizer: Any, train_examples: Sequence[Pretr
                        elapsed=run.state.elapsed)
 
 
-def resume_path(resume: bool | str | os.PathLike, out_dir: Path | None) -> Path | None:
+def _resume_path(resume: bool | str | os.PathLike, out_dir: Path | None) -> Path | None:
     """The checkpoint to resume from: a given path, or with ``True`` the newest in ``out_dir``."""
     if not resume:
         return None
@@ -358,7 +365,7 @@ def resume_path(resume: bool | str | os.PathLike, out_dir: Path | None) -> Path 
     return latest_checkpoint(out_dir) if out_dir is not None else None
 
 
-def autocast_objective(objective: Callable, device: torch.device, enabled: bool) -> Callable:
+def _autocast_objective(objective: Objective, device: torch.device, enabled: bool) -> Objective:
     """The objective with its forward under mixed precision (a no-op on CPU and MPS)."""
     def wrapped(model: torch.nn.Module, batch: Batch) -> tuple[torch.Tensor, Sums]:
         with autocast(device, enabled):

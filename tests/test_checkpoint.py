@@ -102,8 +102,14 @@ def test_flipped_byte_and_bad_json_give_clear_errors(tmp_path):
     f.write_bytes(bytes(data))
     with pytest.raises(CheckpointError, match="SHA-256"):
         load_checkpoint(path)
-    (path / "checkpoint.json").write_text('{"format_version": 1, "step": ')
+    (path / "checkpoint.json").write_text('{"format_version": 2, "step": ')
     with pytest.raises(CheckpointError, match="truncated or corrupted"):
+        load_checkpoint(path)
+    (path / "checkpoint.json").write_text('{"format_version": 1, "step": 0}')
+    with pytest.raises(CheckpointError, match="mlm_lib 0.1"):
+        load_checkpoint(path)
+    (path / "checkpoint.json").write_text('{"format_version": 99, "step": 0}')
+    with pytest.raises(CheckpointError, match="unknown format"):
         load_checkpoint(path)
     with pytest.raises(CheckpointError, match="no checkpoint"):
         load_checkpoint(tmp_path / "missing")

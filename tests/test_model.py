@@ -250,8 +250,8 @@ def test_causal_attention_bias_hides_the_future():
     ids, tt, am, _ = batch()
     am = torch.ones_like(am)
     causal = attention_bias(ids.size(1), causal=True)
-    full = model(ids, tt, am, attention_bias=causal).last_hidden_state
-    cut = model(ids[:, :5], tt[:, :5], am[:, :5], attention_bias=causal[..., :5, :5]).last_hidden_state
+    full = model(ids, tt, am, attn_bias=causal).last_hidden_state
+    cut = model(ids[:, :5], tt[:, :5], am[:, :5], attn_bias=causal[..., :5, :5]).last_hidden_state
     assert_same_function(full[:, :5], cut, "a prefix read causally")
-    probs = model(ids, tt, am, attention_bias=causal, output_attentions=True).attentions[0]
+    probs = model(ids, tt, am, attn_bias=causal, output_attentions=True).attentions[0]
     assert probs.triu(1).abs().max() == 0

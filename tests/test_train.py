@@ -204,8 +204,12 @@ def test_eval_batches_mask_only_with_mask_token(tok, examples):
         assert torch.equal(b["masked"], c["masked"])
         assert (b["input_ids"][b["masked"]] == tok.mask_id).all()
     model = build_model(tiny_cfg(), tok.vocab_size)
-    r = evaluate_mlm(model, batches)
+    for mode in (False, True):  # evaluation leaves the model in the mode it found it
+        model.train(mode)
+        r = evaluate_mlm(model, batches)
+        assert model.training is mode
     assert r["num_masked"] == sum(int(b["masked"].sum()) for b in batches)
+    assert isinstance(r["num_masked"], int)
 
 
 def test_init_from_extends_a_shorter_position_table(tmp_path):
