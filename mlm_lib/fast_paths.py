@@ -48,16 +48,18 @@ def rows_the_heads_read(masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tenso
 
 
 def _layer_on_rows(layer: BertLayer, x: torch.Tensor, bias: torch.Tensor | None,
-                  index: torch.Tensor) -> torch.Tensor:
+                   index: torch.Tensor) -> torch.Tensor:
     """``layer(x, bias)`` computed only for the query rows ``index`` [B, Q]: [B, Q, H]."""
     attn = layer.attention
     B, T, H = x.shape
-    xq = x.gather(1, index[..., None].expand(-1, -1, H))
+    rows = index[..., None].expand(-1, -1, H)
     W, b = attn.qkv.weight, attn.qkv.bias
-    q = F.linear(xq, W[:H], b[:H]).view(B, -1, attn.num_heads, attn.head_dim).transpose(1, 2)
+    q = F.linear(x.gather(1, rows), W[:H], b[:H]).view(B, -1, attn.num_heads, attn.head_dim)
     k, v = F.linear(x, W[H:], b[H:]).view(B, T, 2, attn.num_heads, attn.head_dim).permute(2, 0, 3, 1, 4)
-    a, _ = attn.attend(q, k, v, bias)
-    return layer.after_attention(xq, a)
+    a, _ = attn.attend(q.transpose(1, 2), k, v, bias)
+    # The residual gathers its rows separately from the queries, so that the two gradients reach
+    # x as two sums, in the order mlm_lib has always added them (the same numbers to the last bit).
+    return layer.after_attention(x.gather(1, rows), a)
 
 
 class FastPretraining(nn.Module):
