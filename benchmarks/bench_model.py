@@ -34,6 +34,11 @@ noisy; alternating single steps and taking medians keeps the comparison fair but
   max and arg-max in one pass, exponentiates once in place and keeps softmax - one-hot as the
   gradient, so backward is just the two matrix products. Same loss to 1e-6, same gradients.
   Nearly idle machine: transformers 1,002 tokens/s, mlm_lib 3,332 tokens/s, 3.33x.
+- mlm_lib 0.2 moved the two training shortcuts out of the model into ``mlm_lib.fast_paths`` (the
+  model's ``forward`` is now the plain path the chapters print) and added the plain path to this
+  benchmark. Same run, alternating: transformers 1,545-1,613 tokens/s, mlm_lib's training path
+  4,880-5,237 (3.13-3.25x, against 3.03-3.20x for 0.1 measured the same way), the plain path
+  (masked-only logits, no shortcuts) 3,902-4,202 (2.49-2.60x).
 - Not done: the tied embedding's gradient is still a dense [V, H] zero-fill plus an add (about
   3% of a step); a sparse embedding gradient would remove it but breaks optimizers when the
   decoder is not used (fine-tuning).

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 import torch
 
 from mlm_lib.batches import masked_batches
