@@ -52,6 +52,7 @@ TRAIN_OPTIONS = [
     ("--init-from", str, "init_from", "start from this checkpoint's weights (a shorter position "
                                       "table is extended)"),
 ]
+DEFAULT_EVAL_SEQ_LEN = 128  # `eval` of a checkpoint that does not say how it was trained
 # The same for the model's size: flag, BertConfig field, help.
 MODEL_OPTIONS = [
     ("--layers", "num_hidden_layers", "number of layers L"),
@@ -114,7 +115,11 @@ def add_query_commands(sub: Any) -> None:
     e.add_argument("--model", type=Path, help="checkpoint folder (default: the book's model)")
     e.add_argument("--corpus", nargs="+", default=["wikipedia"])
     e.add_argument("--rate", type=float, default=0.15, help="masking rate at evaluation (0.15)")
-    e.add_argument("--seq-len", type=int, default=128)
+    e.add_argument("--seq-len", type=int, default=None,
+                   help="sequence length (default: the checkpoint's training recipe, else 128)")
+    e.add_argument("--nsp", action=argparse.BooleanOptionalAction, default=None,
+                   help="sentence pairs (--nsp) or single segments (--no-nsp); default: the "
+                        "checkpoint's training recipe, else pairs")
     e.add_argument("--max-examples", type=int, default=None)
     e.add_argument("--threads", type=int, default=None)
 
@@ -219,20 +224,42 @@ def cmd_fill_mask(a: argparse.Namespace) -> int:
     return 0
 
 
+def eval_recipe(a: argparse.Namespace, model_path: Path, model: BertForPreTraining
+                ) -> tuple[TrainConfig, str]:
+    """How to cut the held-out text: as the checkpoint was trained (its stored ``train_config``),
+    unless flags say otherwise, so that a model is scored on the kind of input it learned from."""
+    stored = load_checkpoint(model_path, weights_only=True).extra.get("train_config")
+    values = {"max_seq_length": DEFAULT_EVAL_SEQ_LEN, "nsp": True}
+    source = "defaults"
+    if stored:
+        values = {k: stored[k] for k in ("max_seq_length", "short_seq_prob", "nsp", "seed") if k in stored}
+        source = "the checkpoint's training recipe"
+    for name, flag in (("max_seq_length", a.seq_len), ("nsp", a.nsp)):
+        if flag is not None:
+            values[name] = flag
+            source += f", {name} from the command line"
+    values["max_seq_length"] = min(values["max_seq_length"], model.config.max_position_embeddings)
+    return TrainConfig(**values), source
+
+
 def cmd_eval(a: argparse.Namespace) -> int:
     if a.threads:
         torch.set_num_threads(a.threads)
-    model, tok = _load(a.model)
-    cfg = TrainConfig(max_seq_length=min(a.seq_len, model.config.max_position_embeddings))
+    model_path = a.model or BOOK_MODEL_DIR
+    model, tok = _load(model_path)
+    cfg, source = eval_recipe(a, model_path, model)
+    print(f"held-out text cut as {source}: sequences of up to {cfg.max_seq_length} pieces, "
+          f"{'sentence pairs' if cfg.nsp else 'single segments'}")
     data = prepare_data(cfg, _corpus_arg(a.corpus), tokenizer=tok)
     corruption = Corruption(select=a.rate, mask=1.0, random=0.0, keep=0.0)
     batches = masked_batches(data.valid_examples, tok, corruption, max_examples=a.max_examples)
-    r = evaluate_mlm(model, batches, nsp=True, baselines=fit_baselines(data))
+    r = evaluate_mlm(model, batches, nsp=cfg.nsp, baselines=fit_baselines(data))
     print(f"held-out masked tokens:   {r['num_masked']}")
     for name in ("unigram", "left_bigram", "both_neighbours"):
         print(f"{name + ' baseline:':25s} {r[name + '_acc']:.4f}")
     print(f"{'model accuracy:':25s} {r['mlm_acc']:.4f} (loss {r['mlm_loss']:.3f})")
-    print(f"{'NSP accuracy:':25s} {r['nsp_acc']:.4f}")
+    if cfg.nsp:
+        print(f"{'NSP accuracy:':25s} {r['nsp_acc']:.4f}")
     print(f"accuracy_over_unigram: {r['mlm_acc'] / max(r['unigram_acc'], 1e-12):.2f}")
     return 0
 

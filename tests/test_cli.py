@@ -79,3 +79,15 @@ def test_train_export_fill_mask_eval_resume(tmp_path, capsys):
 def test_fill_mask_without_mask_is_an_error(tmp_path, capsys):
     assert main(["fill-mask", "No blank here."]) == 2
     assert "no [MASK]" in capsys.readouterr().err
+
+
+def test_eval_cuts_the_text_as_the_checkpoint_was_trained(capsys):
+    # the book's model was trained on single segments of up to 64 pieces: eval says so and uses it
+    assert main(["eval", "--max-examples", "64", "--threads", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "the checkpoint's training recipe: sequences of up to 64 pieces, single segments" in out
+    assert "NSP accuracy" not in out
+    assert main(["eval", "--max-examples", "64", "--threads", "2", "--nsp", "--seq-len", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "nsp from the command line" in out and "up to 32 pieces, sentence pairs" in out
+
