@@ -19,6 +19,7 @@ One flat module per concern, named as the book names things:
 - ``inference``   fill-mask, sentence loss, attention and hidden states
 - ``hf``          Hugging Face folders in and out
 - ``finetune``    a classifier on [CLS] and its training
+- ``stats``       95% intervals for the book's comparisons
 - ``experiments``, ``baselines``, ``book_model``, ``viz``, ``recall``  what the chapters use
 
 Submodules are imported explicitly (``from mlm_lib.loss import mlm_loss``) so that importing the
