@@ -27,12 +27,24 @@ IGNORE_INDEX = -100  # label outside M, the value PyTorch's cross-entropy skips
 class Corruption:
     """BERT's corruption recipe: choose a share ``select`` of the real tokens as the set M, then
     replace a share ``mask`` of M by [MASK], a share ``random`` by a random token and leave a share
-    ``keep`` unchanged (BERT: 0.15, then 0.8/0.1/0.1)."""
+    ``keep`` unchanged (BERT: 0.15, then 0.8/0.1/0.1).
+
+    How M is chosen comes in two ways. By default each token joins M on its own coin, so |M| in a
+    sequence is Binomial(n, select), as in Hugging Face's collator and RoBERTa; an empty M can
+    happen. ``fixed_count=True`` chooses exactly max(1, round(select * n)) tokens per sequence,
+    with n counting [CLS] and [SEP], as Google's ``create_pretraining_data.py`` does (a whole word
+    that would overshoot the count is skipped for the next one); M is then never empty while a
+    word fits. Random
+    replacements come from the non-special vocabulary, or with ``random_from_all=True`` from the
+    whole vocabulary, as Google's script draws them.
+    """
 
     select: float = 0.15
     mask: float = 0.8
     random: float = 0.1
     keep: float = 0.1
+    fixed_count: bool = False
+    random_from_all: bool = False
 
     def __post_init__(self) -> None:
         # Written as "not (inside)" so that nan is refused too.
@@ -51,6 +63,9 @@ BERT_CORRUPTION = Corruption()
 # Held-out blanks: every chosen token becomes [MASK], so there are no unchanged tokens a model
 # could copy, and every model and count baseline is scored on the same blanks.
 EVAL_CORRUPTION = Corruption(mask=1.0, random=0.0, keep=0.0)
+# The original BERT's choice of M (google-research/bert, create_pretraining_data.py): a fixed
+# number of targets per sequence and random replacements from the whole vocabulary.
+GOOGLE_CORRUPTION = Corruption(fixed_count=True, random_from_all=True)
 
 
 @dataclass
@@ -76,7 +91,8 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
     """Choose M among the real, non-special tokens and corrupt it by the recipe ``corruption``.
 
     ``whole_word_starts`` is a bool [B, T] tensor, True where a word begins (False on ``##``
-    pieces). Random replacements are drawn uniformly from the non-special vocabulary.
+    pieces). Random replacements are drawn uniformly from the non-special vocabulary (from all of
+    it with ``corruption.random_from_all``).
     """
     special = _check_inputs(input_ids, vocab_size, special_ids, corruption, attention_mask,
                             whole_word_starts, max_predictions)
@@ -87,7 +103,10 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
     # 1. Choose M: one coin per word, so that a word joins M whole or not at all.
     B, T = x.shape
     coin = torch.gather(_uniform((B, T + 1), generator, x.device, torch.float64), 1, word)
-    masked = real & (coin < corruption.select)
+    if corruption.fixed_count:
+        masked = _fill_to_count(real, coin, word, _fixed_count(corruption.select, x, attention_mask))
+    else:
+        masked = real & (coin < corruption.select)
     if max_predictions is not None:
         masked = _cap_predictions(masked, coin, word, max_predictions)
     if at_least_one:
@@ -97,7 +116,8 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
     replaced, randomized, kept = _split(masked, corruption, generator)
 
     # 3. Write x_\M, and the labels: the original token on M, IGNORE_INDEX everywhere else.
-    random_ids = _random_tokens(x.shape, vocab_size, special, generator, x.device)
+    random_ids = _random_tokens(x.shape, vocab_size, special, generator, x.device,
+                                exclude_special=not corruption.random_from_all)
     corrupted = torch.where(replaced, torch.full_like(x, mask_token_id), x)
     corrupted = torch.where(randomized, random_ids, corrupted)
     labels = torch.where(masked, x, torch.full_like(x, IGNORE_INDEX))
@@ -163,6 +183,38 @@ def _uniform(shape: tuple[int, ...], generator: torch.Generator | None, device: 
     return torch.rand(shape, generator=generator, device=_draw_device(generator, device), dtype=dtype).to(device)
 
 
+def _fixed_count(select: float, ids: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    """Long [B]: how many targets each sequence gets in Google's recipe, max(1, round(select * n))
+    with n its length, [CLS] and [SEP] included (half rounds to even, as Python's round does)."""
+    n = (attention_mask.sum(dim=1) if attention_mask is not None
+         else torch.full(ids.shape[:1], ids.shape[1], device=ids.device))
+    return torch.round(select * n.double()).long().clamp(min=1)
+
+
+def _fill_to_count(real: torch.Tensor, coin: torch.Tensor, word: torch.Tensor,
+                   count: torch.Tensor) -> torch.Tensor:
+    """Google's choice of M: visit the candidate words in a random order (ascending coin) and take
+    each one that still fits in the row's ``count`` [B]; a word that would overshoot is skipped,
+    so a long word cannot leave M empty. One pass per word slot, each over the whole batch."""
+    B, T = real.shape
+    size = torch.zeros((B, T + 1), dtype=torch.long, device=real.device)
+    size.scatter_add_(1, word, real.long())  # real pieces per word
+    word_coin = torch.full((B, T + 1), 2.0, dtype=coin.dtype, device=coin.device)
+    word_coin.scatter_reduce_(1, word, torch.where(real, coin, torch.full_like(coin, 2.0)), reduce="amin")
+    order = torch.argsort(word_coin, dim=1, stable=True)
+    size_sorted = torch.gather(size, 1, order)
+    taken = torch.zeros(B, dtype=torch.long, device=real.device)
+    take_sorted = torch.zeros((B, T + 1), dtype=torch.bool, device=real.device)
+    for j in range(T + 1):
+        fits = (size_sorted[:, j] > 0) & (taken + size_sorted[:, j] <= count)
+        take_sorted[:, j] = fits
+        taken += size_sorted[:, j] * fits
+        if bool((taken >= count).all()):
+            break
+    take = torch.zeros_like(take_sorted).scatter_(1, order, take_sorted)
+    return real & torch.gather(take, 1, word)
+
+
 def _cap_predictions(masked: torch.Tensor, coin: torch.Tensor, word: torch.Tensor, cap: int) -> torch.Tensor:
     """Keep at most ``cap`` tokens of M per row, dropping whole words, never single pieces.
 
@@ -208,11 +260,14 @@ def _split(masked: torch.Tensor, corruption: Corruption,
 
 
 def _random_tokens(shape: torch.Size, vocab_size: int, special: torch.Tensor,
-                   generator: torch.Generator | None, device: torch.device) -> torch.Tensor:
-    """A token drawn uniformly from the non-special vocabulary at every position (only those in
-    the random share are used): a random [CLS] or [PAD] would be a signal, not noise."""
+                   generator: torch.Generator | None, device: torch.device,
+                   exclude_special: bool = True) -> torch.Tensor:
+    """A token drawn uniformly from the vocabulary at every position (only those in the random
+    share are used). The special ids are left out unless told otherwise: a random [CLS] or [PAD]
+    would be a signal, not noise."""
     allowed = torch.ones(vocab_size, dtype=torch.bool, device=device)
-    allowed[special[special < vocab_size]] = False
+    if exclude_special:
+        allowed[special[special < vocab_size]] = False
     allowed_ids = allowed.nonzero().squeeze(1)
     pick = torch.randint(len(allowed_ids), shape, generator=generator, device=_draw_device(generator, device))
     return allowed_ids[pick.to(device)]

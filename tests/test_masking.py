@@ -11,8 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlm_lib.masking import (BERT_CORRUPTION, EVAL_CORRUPTION, IGNORE_INDEX, Corruption, mask_tokens,
-                             word_starts)
+from mlm_lib.masking import (BERT_CORRUPTION, EVAL_CORRUPTION, GOOGLE_CORRUPTION, IGNORE_INDEX,
+                             Corruption, mask_tokens, word_starts)
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 SPECIAL = (PAD, UNK, CLS, SEP, MASK)
@@ -240,3 +240,45 @@ def test_bad_input_gets_clear_errors():
         run(ids, attn, max_predictions=0)
     with pytest.raises(ValueError, match="every vocabulary id is special"):
         mask_tokens(torch.tensor([[1, 2]]), mask_token_id=MASK, vocab_size=3, special_ids=(0, 1, 2))
+
+
+def test_fixed_count_chooses_round_select_times_length_per_sequence():
+    ids, attn = make_batch(64, 40, seed=5)
+    mb = run(ids, attn, corruption=GOOGLE_CORRUPTION)
+    lengths = attn.sum(1)  # [CLS] and [SEP] count, as in Google's create_pretraining_data.py
+    expected = [max(1, round(0.15 * int(n))) for n in lengths]
+    assert mb.masked.sum(1).tolist() == expected
+    assert not (mb.masked & ((ids == CLS) | (ids == SEP) | (attn == 0))).any()
+    # the same coins as the per-token recipe: only the choice of M differs, the split does not
+    per_token = run(ids, attn)
+    both = mb.masked & per_token.masked
+    assert torch.equal(mb.replaced[both], per_token.replaced[both])
+
+
+def test_fixed_count_with_whole_words_never_overshoots_and_is_never_empty():
+    tokens = [["[CLS]", "the", "mill", "##er", "##s", "saw", "a", "river", "##bank", "[SEP]"]] * 50
+    starts = word_starts(tokens)
+    ids = torch.randint(len(SPECIAL), V, (50, 10), generator=torch.Generator().manual_seed(0))
+    ids[:, 0], ids[:, -1] = CLS, SEP
+    for select in (0.05, 0.3, 0.6):
+        mb = run(ids, corruption=Corruption(select=select, fixed_count=True), whole_word_starts=starts)
+        counts = mb.masked.sum(1)
+        assert (counts >= 1).all() and (counts <= max(1, round(select * 10))).all()
+        group = torch.cumsum(starts.long(), 1)  # a word is masked whole or not at all
+        for row in range(50):
+            for w in group[row][mb.masked[row]].unique():
+                assert mb.masked[row][(group[row] == w) & (ids[row] != CLS) & (ids[row] != SEP)].all()
+
+
+def test_random_from_all_may_draw_special_tokens():
+    ids = torch.randint(len(SPECIAL), 12, (400, 30), generator=torch.Generator().manual_seed(0))
+    recipe = dict(select=0.5, mask=0.0, random=1.0, keep=0.0)
+    plain = mask_tokens(ids, mask_token_id=MASK, vocab_size=12, special_ids=SPECIAL,
+                        corruption=Corruption(**recipe), generator=torch.Generator().manual_seed(1))
+    google = mask_tokens(ids, mask_token_id=MASK, vocab_size=12, special_ids=SPECIAL,
+                         corruption=Corruption(**recipe, random_from_all=True),
+                         generator=torch.Generator().manual_seed(1))
+    special = torch.tensor(SPECIAL)
+    assert not torch.isin(plain.input_ids[plain.randomized], special).any()
+    assert torch.isin(google.input_ids[google.randomized], special).any()
+
