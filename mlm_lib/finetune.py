@@ -118,8 +118,9 @@ def article_task(documents: Sequence[Document], titles: Sequence[str] | None = N
 class BertClassifier(nn.Module):
     """An encoder plus a classifier on the pooled ``[CLS]`` vector: dropout, then one linear layer.
 
-    The pooler (``tanh(W h_[CLS] + b)``) belongs to the encoder and was trained by NSP, so it is
-    kept; the MLM head is not part of this model at all.
+    The pooler (``tanh(W h_[CLS] + b)``) belongs to the encoder, so it is kept: in BERT NSP trained
+    it, in the book's MLM-only model it is still at its random start. The MLM head is not part of
+    this model at all.
     """
 
     def __init__(self, encoder: BertModel, num_labels: int, dropout: float = 0.1,

@@ -4,9 +4,10 @@ Every position of every sequence is decided at once with tensor operations, with
 loop. All randomness comes from an explicit ``torch.Generator`` so a chapter can redraw exactly
 the same picture.
 
-The recipe is one value, a :class:`Corruption`: selection is per token with probability
-``select`` (as in Hugging Face's collator), so the number of masked tokens in a row is
-Binomial(real tokens, select); the shares ``mask``/``random``/``keep`` then say what happens to
+The recipe is one value, a :class:`Corruption`: by default selection is per token with
+probability ``select`` (as in Hugging Face's collator), so the number of masked tokens in a row
+is Binomial(real tokens, select); ``fixed_count=True`` chooses a fixed number per row instead, as
+Google's original script does. The shares ``mask``/``random``/``keep`` then say what happens to
 the chosen tokens. With ``whole_word_starts`` a word's pieces share one draw, so a word is
 masked entirely or not at all. ``max_predictions`` keeps, in a random order, only as many chosen
 words as fit the cap; ``at_least_one`` masks one candidate word in any row where the draw chose
@@ -30,8 +31,8 @@ class Corruption:
     ``keep`` unchanged (BERT: 0.15, then 0.8/0.1/0.1).
 
     How M is chosen comes in two ways. By default each token joins M on its own coin, so |M| in a
-    sequence is Binomial(n, select), as in Hugging Face's collator and RoBERTa; an empty M can
-    happen. ``fixed_count=True`` chooses exactly max(1, round(select * n)) tokens per sequence,
+    sequence is Binomial(n, select), as in Hugging Face's ``DataCollatorForLanguageModeling``; an
+    empty M can happen. ``fixed_count=True`` chooses exactly max(1, round(select * n)) tokens per sequence,
     with n counting [CLS] and [SEP], as Google's ``create_pretraining_data.py`` does (a whole word
     that would overshoot the count is skipped for the next one); M is then never empty while a
     word fits. Random
