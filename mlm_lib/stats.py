@@ -6,6 +6,7 @@ noise. Two kinds of noise matter here:
 - *between runs*: another seed gives another model. :func:`seed_interval` turns the results of a
   few seeds into a mean with a 95% interval (Student's t, since there are only a handful);
 - *between test items*: the same model on other held-out blanks scores differently.
+  :func:`proportion_interval` gives an accuracy of k right out of n its Wilson interval,
   :func:`bootstrap_interval` resamples the blanks; :func:`paired_difference` compares two models
   on the *same* blanks, which is much sharper than comparing two separate intervals.
 
@@ -79,6 +80,17 @@ def seed_interval(values: Sequence[float] | torch.Tensor) -> Interval:
     n = len(_values(values, 2))
     half = t_quantile(n - 1) * se
     return Interval(mean, mean - half, mean + half, n)
+
+
+def proportion_interval(successes: int, n: int) -> Interval:
+    """An accuracy of ``successes`` out of ``n`` independent items with its 95% Wilson score
+    interval (unlike p +- 1.96 SE it stays inside [0, 1] and behaves near 0 and 1)."""
+    if n < 1 or not 0 <= successes <= n:
+        raise ValueError(f"need 0 <= successes <= n and n >= 1, got {successes} of {n}")
+    p, z2 = successes / n, Z_95 ** 2
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = Z_95 * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), n)
 
 
 def bootstrap_interval(scores: Sequence[float] | torch.Tensor, seed: int = 0,

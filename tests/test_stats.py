@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from mlm_lib.stats import (Interval, bootstrap_interval, distinguishable, mean_and_standard_error,
-                           paired_difference, seed_interval, t_quantile)
+                           paired_difference, proportion_interval, seed_interval,
+                           t_quantile)
 
 
 def test_mean_and_standard_error_by_hand():
@@ -76,3 +77,16 @@ def test_the_t_table_is_students():
     stats = pytest.importorskip("scipy.stats")
     for dof in range(1, 31):
         assert t_quantile(dof) == pytest.approx(stats.t.ppf(0.975, dof), abs=5e-4)
+
+
+def test_proportion_interval_is_wilsons():
+    # Wilson's interval is the set of p0 whose score test accepts the observed share: at its ends
+    # the observed share lies exactly 1.96 standard errors (taken at p0) away from p0.
+    iv = proportion_interval(81, 263)
+    assert iv.mean == pytest.approx(81 / 263)
+    for p0 in (iv.low, iv.high):
+        assert abs(iv.mean - p0) == pytest.approx(1.96 * math.sqrt(p0 * (1 - p0) / 263))
+    assert proportion_interval(0, 50).low == 0.0 and proportion_interval(0, 50).high > 0.0
+    assert proportion_interval(50, 50).high == 1.0
+    with pytest.raises(ValueError, match="successes"):
+        proportion_interval(5, 3)

@@ -1,0 +1,155 @@
+"""The prose cannot drift from the outputs.
+
+Every number with a decimal point or a percent sign in a chapter's Markdown must be one the
+chapter printed (at the precision written, or as a percentage of a printed fraction), or a
+number of a results file the chapter loads, or a number printed by a chapter the sentence links
+to. Sentences that cite a source (``{cite}``) and the constants listed below are exempt. A number
+that is derived (a gap, a ratio) must therefore be printed by the cell it comes from.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from mlm_lib.results import results_path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+# A prose number: 0.234, 1,024.5, 15%, 15.3 %. Not part of a dotted version (2.13.0).
+PROSE_NUMBER = re.compile(r"(?<![\w.\-/])(\d[\d,]*\.\d+|\d+(?:\.\d+)?\s?%)(?![\d]|\.\d)")
+OUTPUT_NUMBER = re.compile(r"(?<![\w.])-?(\d[\d,]*(?:\.\d+)?)(\s?%)?")
+# Numbers that name a place in a text, not a measurement: "section 4.1", "Appendix C.2".
+REFERENCE = re.compile(r"(section|§|table|appendix|chapter|figure|version|python|torch|jupyter"
+                       r"\s*book)\s*$", re.IGNORECASE)
+LINKED_CHAPTER = re.compile(r"\]\((\d\d_[\w]+\.ipynb)")
+LOADED_RESULTS = re.compile(r"load_results\(\s*[\"']([\w-]+)[\"']")
+
+# Constants the prose may state without printing them, each with why it is a constant.
+CONSTANTS = {
+    "0.15", "15%",              # BERT's mask rate (the recipe's definition, chapter 6)
+    "0.8", "0.1", "80%", "10%",  # BERT's 80/10/10 split of M
+    "0.02",                     # BERT's initializer_range (its config)
+    "8.99",                     # log 8000, the uniform guess over the book's vocabulary
+    "0.5",                      # a coin's probability / one half
+    "1.0", "100%",              # certainty, the whole
+    "50%",                      # NSP's balanced IsNext / NotNext pairs
+}
+
+
+def _outputs(nb: dict) -> str:
+    parts = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        for out in cell.get("outputs", []):
+            if "text" in out:
+                parts.append("".join(out["text"]))
+            for kind, value in out.get("data", {}).items():
+                if kind.startswith("text/"):
+                    parts.append("".join(value) if isinstance(value, list) else value)
+    return "\n".join(parts)
+
+
+def _printed_numbers(text: str) -> list[tuple[Decimal, int]]:
+    """Every number in ``text`` as (value, digits after the point); percents as fractions too."""
+    found = []
+    for m in OUTPUT_NUMBER.finditer(text):
+        digits = m.group(1).replace(",", "")
+        value = Decimal(digits)
+        places = len(digits.split(".")[1]) if "." in digits else 0
+        found.append((value, places))
+        if m.group(2):  # 19.3% is also the fraction 0.193
+            found.append((value / 100, places + 2))
+        else:           # 0.193 is also 19.3%
+            found.append((value * 100, max(places - 2, 0)))
+    return found
+
+
+def _results_numbers(name: str) -> list[tuple[Decimal, int]]:
+    """The numbers of a results file, at full precision, plus each arm's mean per metric."""
+    payload = json.loads(results_path(name).read_text())
+    values = [v for run in payload["runs"] for v in run["metrics"].values()]
+    return [(Decimal(repr(float(v))), 17) for v in values]
+
+
+def _supported(written: str, printed: list[tuple[Decimal, int]]) -> bool:
+    """Was ``written`` printed, at least as precisely as written and rounding to it?"""
+    digits = written.replace(",", "").replace(" ", "").rstrip("%")
+    places = len(digits.split(".")[1]) if "." in digits else 0
+    value, half = Decimal(digits), Decimal(5) * Decimal(10) ** -(places + 1)
+    return any(p >= places and abs(x - value) <= half for x, p in printed)
+
+
+def _sentences(markdown: str) -> list[str]:
+    text = re.sub(r"\$\$.*?\$\$", " ", markdown, flags=re.S)  # formulas state no measurements
+    text = re.sub(r"\$[^$\n]*\$", " ", text)
+    text = re.sub(r"`[^`\n]*`", " ", text)                     # inline code is code
+    text = re.sub(r"\]\((https?://[^)]*)\)", "]", text)         # link targets
+    return [s for s in re.split(r"(?<=[.!?:])\s+(?=[A-Z*_(\[|])|\n\s*\n|\n\|", text) if s.strip()]
+
+
+def unsupported_numbers(path: Path) -> list[tuple[int, str, str]]:
+    """(cell index, number, sentence) for every prose number of ``path`` not backed by an output."""
+    nb = json.loads(path.read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    printed = _printed_numbers(_outputs(nb))
+    for name in LOADED_RESULTS.findall(code):
+        printed += _results_numbers(name)
+    bad = []
+    for index, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "markdown":
+            continue
+        for sentence in _sentences("".join(cell["source"])):
+            if "{cite}" in sentence:
+                continue
+            linked = [n for chapter in LINKED_CHAPTER.findall(sentence)
+                      for n in _printed_numbers(_outputs(json.loads(
+                          (path.parent / chapter).read_text())))]
+            for m in PROSE_NUMBER.finditer(sentence):
+                written = m.group(1)
+                if written.replace(" ", "") in CONSTANTS or REFERENCE.search(sentence[:m.start()]):
+                    continue
+                if not _supported(written, printed + linked):
+                    bad.append((index, written, " ".join(sentence.split())[:160]))
+    return bad
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_number_in_the_prose_was_printed(path):
+    bad = unsupported_numbers(path)
+    assert not bad, "numbers in the prose that no output shows:\n" + "\n".join(
+        f"  cell {i}: {n!r} in: {s}" for i, n, s in bad)
+
+
+def test_a_planted_mismatch_is_caught(tmp_path):
+    """Change one printed number in the prose of a chapter: the check must name it."""
+    source = ROOT / "notebooks" / "06_corrupting_the_input.ipynb"
+    nb = json.loads(source.read_text())
+    assert not unsupported_numbers(source)
+    cell = next(c for c in nb["cells"] if c["cell_type"] == "markdown"
+                and "restored" in "".join(c["source"]))
+    cell["source"] = ["The model restored 0.437 of the blanks, 43.7% of them.\n"]
+    planted = tmp_path / source.name
+    planted.write_text(json.dumps(nb))
+    found = {n for _, n, _ in unsupported_numbers(planted)}
+    assert found == {"0.437", "43.7%"}
+
+
+@pytest.mark.parametrize("written, printed, ok", [
+    ("0.234", "accuracy 0.2341", True),
+    ("0.234", "accuracy 0.236", False),
+    ("23.4%", "accuracy 0.2341", True),
+    ("0.193", "real token: 19.3%", True),
+    ("0.23", "accuracy 0.2341", True),
+    ("0.2341", "accuracy 0.23", False),   # more digits than were printed
+    ("4.8", "loss 4.809", True),
+    ("4.9", "loss 4.809", False),
+])
+def test_the_matching_rule(written, printed, ok):
+    assert _supported(written, _printed_numbers(printed)) is ok
