@@ -38,7 +38,7 @@ from mlm_lib.masking import BERT_CORRUPTION, EVAL_CORRUPTION, Corruption
 from mlm_lib.model import BertForPreTraining, attention_bias
 from mlm_lib.optim import build_optimizer
 from mlm_lib.pretraining import PreparedData, PretrainingExample, prepare_data
-from mlm_lib.results import RESULTS_DIR, Results, Run, provenance, save_results
+from mlm_lib.results import RESULTS_DIR, Results, Run, git_commit, provenance, save_results
 from mlm_lib.train import TrainConfig, evaluate_mlm, train
 
 # The chapters' model: preset "micro" (2 layers, hidden 64, 2 heads) without dropout, so that a
@@ -381,7 +381,7 @@ def run_experiment(experiment: Experiment, seeds: Sequence[int], command: str,
                    arms: Sequence[str] | None = None,
                    log: Callable[[str], None] = print) -> Results:
     """Run every arm with every seed; returns the :class:`~mlm_lib.results.Results`."""
-    start = time.perf_counter()
+    start, commit = time.perf_counter(), git_commit()
     runs = []
     for arm in arms or experiment.arms:
         for seed in seeds:
@@ -392,7 +392,7 @@ def run_experiment(experiment: Experiment, seeds: Sequence[int], command: str,
                 + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
     return Results(experiment.name, experiment.question, list(arms or experiment.arms),
                    list(seeds), experiment.settings, runs,
-                   provenance(command, time.perf_counter() - start))
+                   provenance(command, time.perf_counter() - start, commit))
 
 
 def main(argv: Sequence[str] | None = None) -> Path:

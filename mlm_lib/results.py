@@ -77,22 +77,26 @@ class Results:
         return seed_interval([x - y for x, y in zip(a, b)])
 
 
-def _git_commit() -> str:
-    """The commit of the checkout the library runs from ("unknown" outside a git checkout)."""
+def git_commit() -> str:
+    """The commit of the checkout the library runs from, "+uncommitted" when the library's own
+    files differ from it, "unknown" outside a git checkout. Call it before a run starts."""
+    here = Path(__file__).resolve().parent
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here,
                              capture_output=True, text=True, timeout=10, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=Path(__file__).resolve().parent, capture_output=True,
-                               text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "."],
+                               cwd=here, capture_output=True, text=True, timeout=10,
+                               check=True).stdout.strip()
         return out.stdout.strip() + ("+uncommitted" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
-def provenance(command: str, wall_s: float) -> dict[str, Any]:
-    """How a results file was made: enough to run it again and to know what ran."""
-    return {"command": command, "mlm_lib_version": __version__, "git_commit": _git_commit(),
+def provenance(command: str, wall_s: float, commit: str | None = None) -> dict[str, Any]:
+    """How a results file was made: enough to run it again and to know what ran (``commit``:
+    :func:`git_commit` taken when the run started)."""
+    return {"command": command, "mlm_lib_version": __version__,
+            "git_commit": commit or git_commit(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "threads": torch.get_num_threads(), "wall_s": round(wall_s, 1),
             "torch_version": torch.__version__, "machine": platform.machine(),
