@@ -288,6 +288,7 @@ CORRUPTION_ARMS = {"80/10/10": BERT_CORRUPTION, "100% [MASK]": EVAL_CORRUPTION,
                    "rate 0.30": Corruption(select=0.3), "rate 0.50": Corruption(select=0.5),
                    "rate 0.80": Corruption(select=0.8)}
 LEAK_ARMS = {"token kept (leak)": TESTS["untouched"], "[MASK]": EVAL_CORRUPTION}
+NSP_ARMS = {"MLM + NSP": True, "MLM alone": False}
 # Chapter 10 compares the first 800 steps of the book's 6,000-step recipe (its schedule, stopped
 # early) with runs that change one choice: by then the book's recipe is well off the plateau.
 RECIPE_STEPS = 800
@@ -343,6 +344,19 @@ def _run_leak(arm: str, seed: int) -> Metrics:
             "mlm_loss": held_out["mlm_loss"]}
 
 
+def _run_nsp(arm: str, seed: int) -> Metrics:
+    from mlm_lib.book_model import book_model
+
+    model = book_model()
+    pairs = chapter_data(model.config.max_position_embeddings, nsp=True)  # [CLS] A [SEP] B [SEP]
+    run = train_micro(BERT_CORRUPTION, seed=seed, data=pairs, start_from=model,
+                      nsp=NSP_ARMS[arm], **CONTINUE)
+    held_out = evaluate_mlm(run.model, masked_batches(pairs.valid_examples, pairs.tokenizer),
+                            nsp=True)
+    return {"mlm_acc": held_out["mlm_acc"], "mlm_loss": held_out["mlm_loss"],
+            "nsp_acc": held_out["nsp_acc"]}
+
+
 def _run_recipe(arm: str, seed: int) -> Metrics:
     from mlm_lib.book_model import BOOK_RECIPE_32
 
@@ -370,6 +384,10 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     Experiment("leak", "Does a model that sees the answer at its blanks learn to infer it? "
                "(chapter 7)", tuple(LEAK_ARMS), _run_leak, {**CONTINUE, "start": "book model"},
                {"final_train_loss": 0.05, "mlm_acc": 0.005, "mlm_loss": 0.02}, "[MASK]"),
+    Experiment("nsp", "Does adding NSP to MLM change what a trained encoder learns in 150 more "
+               "steps, and does its NSP head learn? (chapter 11)", tuple(NSP_ARMS), _run_nsp,
+               {**CONTINUE, "start": "book model", "data": "NSP pairs"},
+               {"mlm_acc": 0.005, "mlm_loss": 0.02, "nsp_acc": 0.02}, "MLM alone"),
     Experiment("recipe", "Which choices get a small BERT off the unigram plateau? (chapter 10)",
                tuple(RECIPE_ARMS), _run_recipe, {"steps": RECIPE_STEPS, "schedule_steps": 6000,
                                                  "base": "BOOK_RECIPE_32", "changes": RECIPE_ARMS},
