@@ -19,13 +19,15 @@ runs that differ in exactly one setting, with the same seed, data and number of 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import copy
 import functools
+import multiprocessing
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -395,22 +397,35 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
 )}
 
 
+def _timed_run(name: str, arm: str, seed: int, threads: int) -> tuple[Metrics, float]:
+    """One run in a worker process (module-level, so that a process pool can call it)."""
+    torch.set_num_threads(threads)
+    t0 = time.perf_counter()
+    metrics = EXPERIMENTS[name].run(arm, seed)
+    return metrics, round(time.perf_counter() - t0, 1)
+
+
 def run_experiment(experiment: Experiment, seeds: Sequence[int], command: str,
-                   arms: Sequence[str] | None = None,
+                   arms: Sequence[str] | None = None, jobs: int = 1,
                    log: Callable[[str], None] = print) -> Results:
-    """Run every arm with every seed; returns the :class:`~mlm_lib.results.Results`."""
+    """Run every arm with every seed, ``jobs`` runs at a time in separate processes (each with
+    the current number of torch threads); returns the :class:`~mlm_lib.results.Results`."""
     start, commit = time.perf_counter(), git_commit()
-    runs = []
-    for arm in arms or experiment.arms:
-        for seed in seeds:
-            t0 = time.perf_counter()
-            metrics = experiment.run(arm, seed)
-            runs.append(Run(arm, seed, metrics, round(time.perf_counter() - t0, 1)))
+    arms = list(arms or experiment.arms)
+    todo = [(arm, seed) for arm in arms for seed in seeds]
+    threads = torch.get_num_threads()
+    with concurrent.futures.ProcessPoolExecutor(
+            max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(_timed_run, experiment.name, arm, seed, threads)
+                   for arm, seed in todo]
+        runs = []
+        for (arm, seed), future in zip(todo, futures):
+            metrics, wall_s = future.result()
+            runs.append(Run(arm, seed, metrics, wall_s))
             log(f"{experiment.name} | {arm} | seed {seed}: "
                 + ", ".join(f"{k} {v:.4f}" for k, v in metrics.items()))
-    return Results(experiment.name, experiment.question, list(arms or experiment.arms),
-                   list(seeds), experiment.settings, runs,
-                   provenance(command, time.perf_counter() - start, commit))
+    return Results(experiment.name, experiment.question, arms, list(seeds), experiment.settings,
+                   runs, provenance(command, time.perf_counter() - start, commit))
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
@@ -421,14 +436,19 @@ def main(argv: Sequence[str] | None = None) -> Path:
     parser.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
     parser.add_argument("--threads", type=int, default=1,
                         help="CPU threads per run (default 1: run experiments side by side)")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="runs side by side, one process each (e.g. one per core)")
     parser.add_argument("--out", help=f"folder for the results file (default {RESULTS_DIR})")
     args = parser.parse_args(argv)
     if args.seeds < 2:
         parser.error("--seeds must be at least 2: an interval needs two runs")
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
     torch.set_num_threads(args.threads)
     command = "python -m mlm_lib.experiments " + " ".join(argv if argv is not None
                                                           else sys.argv[1:])
-    results = run_experiment(EXPERIMENTS[args.experiment], range(args.seeds), command.strip())
+    results = run_experiment(EXPERIMENTS[args.experiment], range(args.seeds), command.strip(),
+                             jobs=args.jobs)
     path = save_results(results, args.out)
     print(f"wrote {path}")
     return path
