@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mlm_lib.results import results_path
+from mlm_lib.results import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -39,6 +39,7 @@ CONSTANTS = {
     "0.5",                      # a coin's probability / one half
     "1.0", "100%",              # certainty, the whole
     "50%",                      # NSP's balanced IsNext / NotNext pairs
+    "95%",                      # the level of every interval in the book (mlm_lib.stats.LEVEL)
 }
 
 
@@ -72,9 +73,11 @@ def _printed_numbers(text: str) -> list[tuple[Decimal, int]]:
 
 
 def _results_numbers(name: str) -> list[tuple[Decimal, int]]:
-    """The numbers of a results file, at full precision, plus each arm's mean per metric."""
-    payload = json.loads(results_path(name).read_text())
-    values = [v for run in payload["runs"] for v in run["metrics"].values()]
+    """The numbers of a results file at full precision: every run's metrics and each arm's mean."""
+    results = load_results(name)
+    values = [v for run in results.runs for v in run.metrics.values()]
+    values += [results.interval(arm, metric).mean for arm in results.arms
+               for metric in results.runs[0].metrics]
     return [(Decimal(repr(float(v))), 17) for v in values]
 
 
