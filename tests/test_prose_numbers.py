@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 # A prose number: 0.234, 1,024.5, 15%, 15.3 %. Not part of a dotted version (2.13.0).
-PROSE_NUMBER = re.compile(r"(?<![\w.\-/])(\d[\d,]*\.\d+|\d+(?:\.\d+)?\s?%)(?![\d]|\.\d)")
+PROSE_NUMBER = re.compile(r"(?<![\w.\-/])(\d[\d,]*(?:\.\d+)?\s?%|\d[\d,]*\.\d+)(?![\d]|\.\d)")
 OUTPUT_NUMBER = re.compile(r"(?<![\w.])-?(\d[\d,]*(?:\.\d+)?)(\s?%)?")
 # Numbers that name a place in a text, not a measurement: "section 4.1", "Appendix C.2".
 REFERENCE = re.compile(r"(section|§|table|appendix|chapter|figure|version|python|torch|jupyter"
@@ -113,7 +113,7 @@ def unsupported_numbers(path: Path) -> list[tuple[int, str, str]]:
                 continue
             linked = [n for chapter in LINKED_CHAPTER.findall(sentence)
                       for n in _printed_numbers(_outputs(json.loads(
-                          (path.parent / chapter).read_text())))]
+                          (ROOT / "notebooks" / chapter).read_text())))]
             for m in PROSE_NUMBER.finditer(sentence):
                 written = m.group(1)
                 if written.replace(" ", "") in CONSTANTS or REFERENCE.search(sentence[:m.start()]):
