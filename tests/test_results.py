@@ -86,8 +86,12 @@ def test_results_file_reproduces(path):
     experiment = EXPERIMENTS[path.stem]
     arm, seed = experiment.cheapest_arm, results.seeds[0]
     stored = next(r.metrics for r in results.runs if r.arm == arm and r.seed == seed)
-    torch.set_num_threads(2)
-    again = experiment.run(arm, seed)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(results.provenance["threads"])  # as the file was made: same sums
+    try:
+        again = experiment.run(arm, seed)
+    finally:
+        torch.set_num_threads(threads)
     for metric, tolerance in experiment.tolerance.items():
         assert abs(again[metric] - stored[metric]) <= tolerance, (
             f"{path.stem} / {arm} / seed {seed}: {metric} is now {again[metric]:.4f}, the results "
