@@ -20,6 +20,12 @@ MASK_TOKEN = "[MASK]"
 WORD_LABEL_ROTATION = 45
 POSITION_LABEL_ROTATION = 60
 
+# One meaning per colour in every chapter's figures (chapter 0 says so to the reader).
+TRUE_COLOR = "tab:orange"    # the true word x_i, and the positions of M where it is hidden
+MODEL_COLOR = "tab:blue"     # the model's probabilities for the other words; positions outside M
+REFERENCE_COLOR = "tab:gray"  # what is not the model: counting baselines, reference lines, the rest of V
+REST_LABEL = "rest of V"
+
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
                float_format: str = "{:.3f}") -> str:
@@ -97,10 +103,13 @@ def token_table(tokens: Sequence[str], masked: Sequence[bool] | None = None,
 
 def prob_bars(ax: Any, labels: Sequence[str], probs: Sequence[float],
               highlight: str | None = None, title: str | None = None,
-              ylabel: str = "probability") -> Any:
+              ylabel: str = "probability", rest: float | None = None) -> Any:
     """A bar chart of a distribution; the bar labelled ``highlight`` (the true word) in orange.
 
-    Returns the matplotlib ``BarContainer`` so a caller (or a test) can read the heights.
+    A chart of the top few words hides where the rest of the probability went. Pass ``rest``
+    (the mass of every word not shown, ``1 - sum(probs)``) to draw it as one grey bar at the end,
+    so the bars always add up to 1. Returns the matplotlib ``BarContainer`` so a caller (or a
+    test) can read the heights.
     """
     labels = [str(x) for x in labels]
     probs = [float(p) for p in probs]
@@ -108,7 +117,11 @@ def prob_bars(ax: Any, labels: Sequence[str], probs: Sequence[float],
         raise ValueError(f"{len(labels)} labels but {len(probs)} probabilities")
     if highlight is not None and highlight not in labels:
         raise ValueError(f"highlight {highlight!r} is not one of the labels")
-    colors = ["tab:orange" if x == highlight else "tab:blue" for x in labels]
+    colors = [TRUE_COLOR if x == highlight else MODEL_COLOR for x in labels]
+    if rest is not None:
+        if not -1e-6 <= rest <= 1 + 1e-6:
+            raise ValueError(f"rest is the probability of the words not shown, in [0, 1]; got {rest}")
+        labels, probs, colors = labels + [REST_LABEL], probs + [max(0.0, float(rest))], colors + [REFERENCE_COLOR]
     bars = ax.bar(range(len(labels)), probs, color=colors)
     ax.set_xticks(range(len(labels)))
     ax.set_xticklabels(labels, rotation=WORD_LABEL_ROTATION, ha="right")
@@ -130,7 +143,7 @@ def position_bars(ax: Any, tokens: Sequence[str], values: Sequence[float],
     values = [float(v) for v in values]
     if len(values) != len(tokens):
         raise ValueError(f"{len(values)} values but {len(tokens)} tokens")
-    colors = ["tab:orange" if m else "tab:blue" for m in masked]
+    colors = [TRUE_COLOR if m else MODEL_COLOR for m in masked]
     bars = ax.bar(range(len(tokens)), values, color=colors)
     ax.set_xticks(range(len(tokens)))
     ax.set_xticklabels([f"{i}:{t}" for i, t in enumerate(tokens)], rotation=POSITION_LABEL_ROTATION,

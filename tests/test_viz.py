@@ -6,8 +6,10 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
+from matplotlib.colors import to_hex  # noqa: E402
 
-from mlm_lib.viz import corrupt, position_bars, prob_bars, text_table, token_table  # noqa: E402
+from mlm_lib.viz import (REFERENCE_COLOR, REST_LABEL, TRUE_COLOR, corrupt, position_bars,  # noqa: E402
+                         prob_bars, text_table, token_table)
 
 
 def test_text_table_aligns_and_rounds():
@@ -63,6 +65,18 @@ def test_prob_bars_heights_and_highlight():
         prob_bars(ax, ["a"], [1.0], highlight="b")
     with pytest.raises(ValueError, match="2 labels but 1"):
         prob_bars(ax, ["a", "b"], [1.0])
+    plt.close(fig)
+
+
+def test_prob_bars_rest_of_vocabulary_bar():
+    fig, ax = plt.subplots()
+    bars = prob_bars(ax, ["hill", "road"], [0.5, 0.25], highlight="hill", rest=0.25)
+    assert [b.get_height() for b in bars] == [0.5, 0.25, 0.25]
+    assert [t.get_text() for t in ax.get_xticklabels()][-1] == REST_LABEL
+    assert to_hex(bars[0].get_facecolor()) == to_hex(TRUE_COLOR)
+    assert to_hex(bars[2].get_facecolor()) == to_hex(REFERENCE_COLOR)
+    with pytest.raises(ValueError, match="rest is the probability"):
+        prob_bars(ax, ["a"], [0.5], rest=1.5)
     plt.close(fig)
 
 
