@@ -324,12 +324,15 @@ class Experiment:
     cheapest_arm: str
 
 
-def _continue_book_model(corruption: Corruption, seed: int) -> MicroRun:
+def _continue_book_model(corruption: Corruption, seed: int, pairs: bool = False,
+                         nsp: bool = False) -> MicroRun:
+    """Continue the book's model for CONTINUE's steps. ``pairs``: on [CLS] A [SEP] B [SEP] pairs
+    instead of single segments; ``nsp``: with the NSP loss added to the MLM loss."""
     from mlm_lib.book_model import book_model  # the book's model loads its own checkpoint
 
     model = book_model()
-    data = chapter_data(model.config.max_position_embeddings)
-    return train_micro(corruption, seed=seed, data=data, start_from=model, **CONTINUE)
+    data = chapter_data(model.config.max_position_embeddings, nsp=pairs)
+    return train_micro(corruption, seed=seed, data=data, start_from=model, nsp=nsp, **CONTINUE)
 
 
 def _run_corruption(arm: str, seed: int) -> Metrics:
@@ -347,13 +350,8 @@ def _run_leak(arm: str, seed: int) -> Metrics:
 
 
 def _run_nsp(arm: str, seed: int) -> Metrics:
-    from mlm_lib.book_model import book_model
-
-    model = book_model()
-    pairs = chapter_data(model.config.max_position_embeddings, nsp=True)  # [CLS] A [SEP] B [SEP]
-    run = train_micro(BERT_CORRUPTION, seed=seed, data=pairs, start_from=model,
-                      nsp=NSP_ARMS[arm], **CONTINUE)
-    held_out = evaluate_mlm(run.model, masked_batches(pairs.valid_examples, pairs.tokenizer),
+    run = _continue_book_model(BERT_CORRUPTION, seed, pairs=True, nsp=NSP_ARMS[arm])
+    held_out = evaluate_mlm(run.model, masked_batches(run.data.valid_examples, run.data.tokenizer),
                             nsp=True)
     return {"mlm_acc": held_out["mlm_acc"], "mlm_loss": held_out["mlm_loss"],
             "nsp_acc": held_out["nsp_acc"]}

@@ -2,8 +2,9 @@
 
 Run after ``make book`` (``make test-site`` does both). Every page of ``_build/html`` is opened
 from a server on 127.0.0.1 and checked: formulas typeset (no raw TeX left), every recall widget
-opens and shows its answer, ipywidgets drawn, no console error, no failed or off-machine request,
-no broken internal link, no sideways overflow on a phone. Screenshots of every page (light, dark
+opens and shows its answer, every exercise solution stays folded until clicked, ipywidgets drawn,
+no console error, no failed or off-machine request, no broken internal link, no sideways overflow
+on a phone. Screenshots of every page (light, dark
 and phone width) go to ``_build/screenshots``.
 """
 
@@ -175,6 +176,17 @@ def test_page(rel, server, browser):
         page.keyboard.press("Enter")
         assert page.locator(".recall details").first.evaluate("d => d.open"), \
             f"{rel}: a recall widget does not open from the keyboard"
+
+    # 3b. Exercises: each chapter's worked solutions stay folded until the reader opens them.
+    solutions = page.locator("details:has(> summary:text-is('Solution'))")
+    if rel.startswith("notebooks/"):
+        assert solutions.count() >= 2, f"{rel}: {solutions.count()} exercise solutions, expected 2 or more"
+    for k in range(solutions.count()):
+        sol = solutions.nth(k)
+        assert not sol.evaluate("d => d.open"), f"{rel}: solution {k} is open before a click"
+        sol.locator("summary").click()
+        assert sol.evaluate("d => d.open && d.innerText.trim().length > 'Solution'.length + 40"), \
+            f"{rel}: solution {k} did not open on click, or is empty"
 
     # 4. Internal links resolve to existing files and anchors.
     hrefs = page.evaluate("() => Array.from(document.querySelectorAll('a[href]'), a => a.href)")
