@@ -149,7 +149,8 @@ def test_page(rel, server, browser):
     if views:
         page.wait_for_selector(".jupyter-widgets", timeout=15000)
         drawn = page.evaluate("() => document.querySelectorAll('.jupyter-widgets.widget-interact, "
-                              ".jupyter-widgets .widget-slider, .jupyter-widgets.widget-slider').length")
+                              ".jupyter-widgets .widget-slider, .jupyter-widgets.widget-slider, "
+                              ".jupyter-widgets .widget-toggle-button').length")
         assert drawn >= 1, f"{rel}: {views} widget views embedded but none drawn"
 
     # 3. Recall widgets: each one opens from the keyboard-focusable summary and shows its answer.
@@ -165,7 +166,14 @@ def test_page(rel, server, browser):
             assert answer.is_visible(), f"{rel}: recall widget {k} did not open on click"
             assert answer.inner_text().strip(), f"{rel}: recall widget {k} has an empty answer"
     if widgets.count():
-        # the score counter (site only) saw every widget answered
+        # the score counter (site only) saw every widget answered; a details' toggle event fires
+        # after the click returns, so wait for the last one (or time out and report the score)
+        n = widgets.count()
+        try:
+            page.wait_for_function("n => (document.querySelector('.recall-score') || {}).textContent"
+                                   "?.includes(n + ' of ' + n + ' answered')", arg=n, timeout=5000)
+        except sync_api.TimeoutError:
+            pass
         score = page.locator(".recall-score").inner_text()
         assert f"{widgets.count()} of {widgets.count()} answered" in score, f"{rel}: score says {score!r}"
         # keyboard: Tab to a summary and Enter opens it
