@@ -9,6 +9,7 @@ than its own code or the library files it imported (`scripts/execute_notebooks.p
 from __future__ import annotations
 
 import importlib.util
+import re
 from pathlib import Path
 
 import nbformat
@@ -101,3 +102,15 @@ def test_the_check_catches_each_kind_of_staleness(tmp_path):
         nb.cells[code[0]].outputs.append(nbformat.v4.new_output("error", ename="ValueError",
                                                                  evalue="x", traceback=[]))
     assert "stored an error" in fault(an_error)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_test_machinery_in_the_readers_way(path):
+    """nbval reads the cell tag ``nbval-check-output`` and the coverage test reads the
+    ``demonstrates`` metadata, so no code cell a reader reads opens with a test's comment."""
+    nb = nbformat.read(path, as_version=4)
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        found = re.findall(r"^\s*#\s*(NBVAL_[A-Z_]+|Demonstrates:.*)$", cell.source, re.M)
+        assert not found, f"{path.name} cell {i}: {found[0]!r} belongs in the cell's tags or metadata"

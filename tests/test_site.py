@@ -22,8 +22,10 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-SITE = ROOT / "_build" / "html"
-SHOTS = ROOT / "_build" / "screenshots"
+# BOOK_BUILD_DIR: a build made with `jupyter-book build . --path-output DIR` (its _build/ inside).
+BUILD = Path(os.environ.get("BOOK_BUILD_DIR") or ROOT / "_build")
+SITE = BUILD / "html"
+SHOTS = BUILD / "screenshots"
 CHROMIUM = (os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
             or "/usr/bin/chromium")
 SKIP_PAGES = {"genindex.html", "search.html"}
