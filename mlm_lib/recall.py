@@ -1,12 +1,40 @@
 """Recall widgets: the book's self-test device.
 
 A recall widget asks a question that hides a trap and lets the reader commit to an answer before
-the reveal. Three kinds:
+the reveal. Four kinds:
 
-- :func:`reveal`          a question, then its answer;
-- :func:`true_or_false`   a statement; the reader picks True or False and only then learns whether
-                          they were right, with the justification;
-- :func:`spot_the_error`  a wrong statement; the reader names the error, then reveals it.
+- :func:`reveal`           a question, then its answer;
+- :func:`true_or_false`    a statement; the reader picks True or False and only then learns whether
+                           they were right, with the justification;
+- :func:`spot_the_error`   a wrong statement; the reader names the error, then reveals it;
+- :func:`multiple_choice`  a question and options; the reader opens the one they believe, and
+                           every option says why it is right or wrong.
+
+Every item of the book is written once, as data: ``mlm_lib/assets/recall/NN_<chapter>.yml`` (one
+file per chapter) and ``gym.yml`` (the gym page's own wording), each a mapping from an id to an
+item, and a chapter shows one with ``recall("TF9")``. Why data and not a call in the chapter: the
+chapter's source would otherwise print the answer right above the widget that hides it. The format::
+
+    TF9:
+      kind: true-or-false
+      statement: ...
+      answer: false
+      why: ...
+    W3:
+      kind: multiple-choice
+      question: ...
+      options:
+        - {text: ..., correct: false, why: ...}
+        - {text: ..., correct: true, why: ...}
+
+The fields of each kind: ``reveal`` question, answer; ``true-or-false`` statement, answer (true or
+false), why; ``spot-the-error`` statement, error; ``multiple-choice`` question, options (at least
+two, at least one correct; several may be).
+
+An id is unique across all the files: a question-bank id (``TF9``), ``<bank id>.gym`` for the
+gym's wording, or a short id of its own (``Q5.1``). A number the chapter computes goes into the text
+as ``{{name}}`` or ``{{name:.0%}}`` (a format spec) and the chapter passes it:
+``recall("E9", acc_pre=acc_pre)``.
 
 Why plain HTML ``<details>``/``<summary>`` and no JavaScript: a widget must work in three places --
 the published static site, a running JupyterLab, and a notebook reopened without running it.
@@ -22,11 +50,22 @@ markup.
 
 from __future__ import annotations
 
+import difflib
 import html
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
-__all__ = ["Recall", "reveal", "true_or_false", "spot_the_error", "render_text"]
+__all__ = [
+    "Recall", "recall", "reveal", "true_or_false", "spot_the_error", "multiple_choice",
+    "render_text", "load_items", "check", "render", "Item", "KINDS", "ITEMS_DIR",
+]
+
+# Where the items live: package data, so that a chapter run on Colab from a pip-installed mlm_lib
+# finds them.
+ITEMS_DIR = Path(__file__).resolve().parent / "assets" / "recall"
 
 # Colours are translucent greys and currentColor, so the same markup reads well on light and dark
 # backgrounds; the site's stylesheet (book/static/recall.css) refines them per theme.
@@ -38,6 +77,15 @@ _SUMMARY = "cursor:pointer;font-weight:600;padding:0.15em 0"
 _CHOICE = (
     "display:inline-block;vertical-align:top;min-width:9em;margin:0.3em 0.6em 0.3em 0;"
     "border:1px solid rgba(127,127,127,0.45);border-radius:4px;padding:0.2em 0.6em"
+)
+# A multiple-choice option is a sentence, not a word: one option per line.
+_OPTION = (
+    "display:block;margin:0.3em 0;"
+    "border:1px solid rgba(127,127,127,0.45);border-radius:4px;padding:0.2em 0.6em"
+)
+_PROMPT = (
+    '<div class="recall-prompt" style="opacity:0.8;font-size:0.9em">'
+    "Commit first: open the one you believe.</div>"
 )
 # The verdict of a true-or-false choice: a green and a red dark enough for a light background and
 # bright enough for a dark one.
@@ -129,7 +177,9 @@ def _frame(kind: str, label: str, item: str | None, body: str) -> Recall:
     """The box around every widget: a small tag naming its kind (and item id), then ``body``."""
     item = _check_item(item)
     data_item = f' data-item="{item}"' if item else ""
-    tag = f'<span class="recall-tag" style="{_TAG}">{label}{" · " + item if item else ""}</span>'
+    # The gym's wording of an item (``TF9.gym``) is shown under its bank id: it is the same item.
+    shown = item.removesuffix(".gym") if item else None
+    tag = f'<span class="recall-tag" style="{_TAG}">{label}{" · " + shown if shown else ""}</span>'
     markup = (
         f'<div class="recall recall-{kind} tex2jax_process" data-recall="{kind}"{data_item}'
         f' style="{_BOX}">{tag}{body}</div>'
@@ -180,11 +230,7 @@ def true_or_false(statement: str, answer: bool, why: str, *, item: str | None = 
             f'<summary style="{_SUMMARY}">{choice}</summary>'
             f'<div class="recall-answer">{verdict} {w}</div></details>'
         )
-    body = (
-        f'<div class="recall-question">{s}</div>'
-        '<div class="recall-prompt" style="opacity:0.8;font-size:0.9em">'
-        "Commit first: open the one you believe.</div>" + "".join(choices)
-    )
+    body = f'<div class="recall-question">{s}</div>' + _PROMPT + "".join(choices)
     return _frame("tf", "True or false", item, body)
 
 
@@ -197,3 +243,169 @@ def spot_the_error(statement: str, error: str, *, item: str | None = None) -> Re
         f"{s}</blockquote>" + _hidden_answer("Name the error, then reveal", e)
     )
     return _frame("spot", "Spot the error", item, body)
+
+
+def multiple_choice(question: str, options: Sequence[Mapping], *, item: str | None = None) -> Recall:
+    """A question with options, each a mapping ``{text, correct, why}``. The reader commits by
+    opening one option; each says whether it is right and why, so a wrong guess still teaches.
+    The markup is true-or-false's (``recall-choice``, ``data-choice``, ``data-correct``), so the
+    site's score treats both kinds alike; ``data-choice`` is the option's index."""
+    q = _rendered(question, "question")
+    if isinstance(options, (str, bytes)) or not isinstance(options, Sequence) or len(options) < 2:
+        raise ValueError("options must be a list of at least two options")
+    choices = []
+    for k, option in enumerate(options):
+        if not isinstance(option, Mapping):
+            raise ValueError(f"option {k + 1} must be a mapping with text, correct and why")
+        unknown = set(option) - {"text", "correct", "why"}
+        if unknown:
+            raise ValueError(f"option {k + 1} has unknown field(s) {sorted(unknown)}: use text, correct, why")
+        text = _rendered(option.get("text"), f"option {k + 1} text")
+        why = _rendered(option.get("why"), f"option {k + 1} why")
+        right = option.get("correct")
+        if not isinstance(right, bool):
+            raise ValueError(f"option {k + 1} correct must be true or false (a bool), got {right!r}")
+        verdict = (
+            f'<strong class="recall-verdict recall-right" style="color:{_RIGHT_COLOUR}">Right.</strong>'
+            if right
+            else f'<strong class="recall-verdict recall-wrong" style="color:{_WRONG_COLOUR}">'
+            "Not quite.</strong>"
+        )
+        choices.append(
+            f'<details class="recall-choice" data-choice="{k}" data-correct="{str(right).lower()}"'
+            f' style="{_OPTION}"><summary style="{_SUMMARY}">{text}</summary>'
+            f'<div class="recall-answer">{verdict} {why}</div></details>'
+        )
+    if not any(o.get("correct") is True for o in options):
+        raise ValueError("no option is correct: mark at least one with correct: true")
+    body = f'<div class="recall-question">{q}</div>' + _PROMPT + "".join(choices)
+    return _frame("mc", "Multiple choice", item, body)
+
+
+# --- items as data ------------------------------------------------------------------------------
+
+# The fields of each kind, in the order the widget function takes them.
+KINDS: dict[str, tuple[str, ...]] = {
+    "reveal": ("question", "answer"),
+    "true-or-false": ("statement", "answer", "why"),
+    "spot-the-error": ("statement", "error"),
+    "multiple-choice": ("question", "options"),
+}
+_WIDGETS = {"reveal": reveal, "true-or-false": true_or_false, "spot-the-error": spot_the_error,
+            "multiple-choice": multiple_choice}
+_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*(?::([^{}]*))?\}\}")
+
+
+@dataclass(frozen=True)
+class Item:
+    """One recall item as written in its data file."""
+
+    id: str
+    file: str
+    fields: Mapping
+
+    @property
+    def kind(self) -> str:
+        return self.fields.get("kind", "")
+
+    def placeholders(self) -> set[str]:
+        """The names of the numbers the chapter passes in (``{{name}}`` in the texts)."""
+        return {m.group(1) for text in _texts(self.fields) for m in _PLACEHOLDER.finditer(text)}
+
+
+def _texts(fields: Mapping) -> list[str]:
+    out = [v for k, v in fields.items() if k != "kind" and isinstance(v, str)]
+    for option in fields.get("options") or []:
+        if isinstance(option, Mapping):
+            out += [v for v in option.values() if isinstance(v, str)]
+    return out
+
+
+def _stamp(directory: Path) -> tuple:
+    """The files and their modification times: the cache below reloads when an item is edited,
+    without restarting the kernel."""
+    return tuple(sorted((p.name, p.stat().st_mtime_ns) for p in directory.glob("*.yml")))
+
+
+@lru_cache(maxsize=4)
+def _load(directory: str, stamp: tuple) -> dict[str, Item]:
+    import yaml  # here, so that importing the widget functions needs no YAML parser
+
+    items: dict[str, Item] = {}
+    for name, _ in stamp:
+        data = yaml.safe_load((Path(directory) / name).read_text(encoding="utf-8")) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{name}: expected a mapping from ids to items")
+        for key, fields in data.items():
+            item_id = str(key)
+            if item_id in items:
+                raise ValueError(f"item {item_id} is defined twice: in {items[item_id].file} and in {name}")
+            _check_item(item_id)
+            if not isinstance(fields, dict):
+                raise ValueError(f"{name}: item {item_id} must be a mapping of fields, got {fields!r}")
+            items[item_id] = Item(item_id, name, fields)
+    return items
+
+
+def load_items(directory: Path | str | None = None) -> dict[str, Item]:
+    """Every item of the data files, by id (cached until a file changes)."""
+    directory = Path(directory) if directory is not None else ITEMS_DIR
+    return _load(str(directory), _stamp(directory))
+
+
+def check(item: Item) -> None:
+    """Raise a ValueError naming the file, the item and the field when ``item`` is malformed."""
+    where = f"{item.file}: item {item.id}"
+    kind = item.fields.get("kind")
+    if kind not in KINDS:
+        raise ValueError(f"{where}: field 'kind' is {kind!r}; use one of {', '.join(KINDS)}")
+    expected = KINDS[kind]
+    for field in expected:
+        if field not in item.fields:
+            raise ValueError(f"{where}: field '{field}' is missing (a {kind} item needs {', '.join(expected)})")
+    unknown = set(item.fields) - set(expected) - {"kind"}
+    if unknown:
+        raise ValueError(f"{where}: unknown field(s) {sorted(unknown)} for a {kind} item "
+                         f"(it takes {', '.join(expected)})")
+    values = {name: 0 for name in item.placeholders()}
+    try:
+        _widget(item, values)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
+
+
+def _fill(text: object, values: Mapping) -> object:
+    if not isinstance(text, str):
+        return text
+    return _PLACEHOLDER.sub(lambda m: format(values[m.group(1)], m.group(2) or ""), text)
+
+
+def _widget(item: Item, values: Mapping) -> Recall:
+    fields = {k: _fill(v, values) for k, v in item.fields.items() if k != "kind"}
+    if "options" in fields and isinstance(fields["options"], list):
+        fields["options"] = [{k: _fill(v, values) for k, v in o.items()} if isinstance(o, Mapping) else o
+                             for o in fields["options"]]
+    args = [fields[f] for f in KINDS[item.kind]]
+    return _WIDGETS[item.kind](*args, item=item.id)
+
+
+def recall(item_id: str, /, **values: object) -> Recall:
+    """The widget of item ``item_id`` from the data files. ``values`` are the numbers the chapter
+    computes for the item's ``{{name}}`` placeholders; every placeholder needs one."""
+    items = load_items()
+    if item_id not in items:
+        near = difflib.get_close_matches(str(item_id), list(items), n=3, cutoff=0.5)
+        hint = f"; did you mean {', '.join(near)}?" if near else ""
+        raise ValueError(f"no recall item {item_id!r} in {ITEMS_DIR.parent.name}/{ITEMS_DIR.name}/*.yml{hint}")
+    return render(items[item_id], **values)
+
+
+def render(item: Item, /, **values: object) -> Recall:
+    """The widget of ``item``, checked, its placeholders filled with ``values``."""
+    check(item)
+    wanted = item.placeholders()
+    missing, extra = wanted - set(values), set(values) - wanted
+    if missing or extra:
+        raise ValueError(f"{item.file}: item {item.id} needs the values {sorted(wanted)}; "
+                         f"missing {sorted(missing)}, not used {sorted(extra)}")
+    return _widget(item, values)

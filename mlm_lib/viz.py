@@ -152,3 +152,33 @@ def position_bars(ax: Any, tokens: Sequence[str], values: Sequence[float],
     if title:
         ax.set_title(title)
     return bars
+
+
+# What a notebook shows for a kernel-only control before its cell is run (JupyterLab falls back
+# to the text when the widget's state is not saved, which ipywidgets' own text does badly:
+# "interactive(children=(FloatSlider(...").
+RUN_HINT = "Run this cell to use the controls."
+
+
+def kernel_controls(function: Any, /, **controls: Any) -> None:
+    """Controls that call ``function`` in the running kernel, as ``ipywidgets.interact`` does.
+
+    Used where the answer needs Python (a tokenizer, the model), so no browser-side chart can
+    stand in. ``ipywidgets.interactive`` labels every control with its keyword's name unless it
+    brings its own ``description``, so each has an accessible name; the output's plain-text form
+    is :data:`RUN_HINT`. Returns nothing, so that a cell ending with the call shows the controls
+    once.
+    """
+    import ipywidgets
+
+    show_controls(ipywidgets.interactive(function, **controls))
+
+
+def show_controls(panel: Any) -> None:
+    """Display a ready-made ipywidgets panel (buttons wired to Python callbacks) with
+    :data:`RUN_HINT` as its plain-text form, like :func:`kernel_controls`."""
+    from IPython.display import display
+
+    bundle = panel._repr_mimebundle_()
+    bundle["text/plain"] = RUN_HINT
+    display(bundle, raw=True)

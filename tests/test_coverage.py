@@ -1,6 +1,7 @@
 """Every item of the question bank has a home: a chapter section that teaches it, a cell that
 demonstrates it (where it is a claim about behaviour), a recall widget in its chapter, and one in
-the gym. The table is data: book/coverage.yml."""
+the gym. The table is data: book/coverage.yml; the items are data too (mlm_lib/assets/recall/*.yml),
+and the gym page is generated from both by its ``{recall-gym}`` blocks."""
 
 from __future__ import annotations
 
@@ -9,11 +10,17 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+import sys
+
 import pytest
+
+from mlm_lib.recall import load_items, recall
 
 yaml = pytest.importorskip("yaml")
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+recall_directive = pytest.importorskip("recall_directive")
 TABLE = ROOT / "book" / "coverage.yml"
 GYM = ROOT / "book" / "gym.md"
 
@@ -86,14 +93,24 @@ def _in_toc(chapter: str) -> bool:
     return re.search(r"file:\s*%s\s*$" % re.escape(str(Path(chapter).with_suffix(""))), toc, re.M) is not None
 
 
-def _gym_block(item: str):
-    return re.search(r"```\{recall\}[^\n]*\n(?::[^\n]*\n)*?:item: %s\n.*?```\n([^\n]*)" % re.escape(item),
-                     GYM.read_text(), re.S)
+def _gym_ids() -> list[str]:
+    """The bank ids the gym asks, in the order of its ``{recall-gym}`` blocks."""
+    ids: list[str] = []
+    for block in re.findall(r"```\{recall-gym\}[^\n]*\n(.*?)```", GYM.read_text(), re.S):
+        ids += block.split()
+    return ids
+
+
+def test_the_gym_asks_every_bank_item_once():
+    assert sorted(_gym_ids()) == sorted(BANK_IDS)
 
 
 @pytest.mark.parametrize("item", BANK_IDS)
 def test_item_is_asked_in_the_gym(item):
-    assert _gym_block(item), f"{item}: no recall widget with ':item: {item}' in the gym"
+    assert item in _gym_ids(), f"{item}: not in a {{recall-gym}} block of the gym"
+    shown = recall_directive.gym_item(item)
+    assert shown in (item, f"{item}.gym")
+    assert f'data-item="{shown}"' in recall(shown).html
 
 
 @pytest.mark.parametrize("item", BANK_IDS)
@@ -122,12 +139,15 @@ def test_item_has_a_home(item):
     else:
         assert row.get("why_no_demonstration"), f"{item}: no demonstration and no reason given"
 
-    # asked in a recall widget in its chapter (rendered, with its id) ...
+    # asked in a recall widget in its chapter (written in the chapter's data file, rendered with
+    # its id) ...
+    data = load_items().get(item)
+    assert data and data.file == Path(chapter).with_suffix(".yml").name, \
+        f"{item}: not an item of {Path(chapter).with_suffix('.yml').name} in mlm_lib/assets/recall"
     assert item in _recall_items_in_outputs(nb), f"{item}: no recall widget with item={item!r} in {chapter}"
     # ... and in the gym, which links back to the chapter's section
-    block = _gym_block(item)
-    assert block, f"{item}: no recall widget with ':item: {item}' in the gym"
-    link = block.group(1)
+    assert item in _gym_ids(), f"{item}: not asked in the gym"
+    link = recall_directive.gym_link(item)
     assert Path(chapter).name in link, f"{item}: the gym's link after it does not point to {chapter}"
     anchor = row.get("anchor")
     if anchor:

@@ -52,8 +52,10 @@ def _outputs(nb: dict) -> str:
             if "text" in out:
                 parts.append("".join(out["text"]))
             for kind, value in out.get("data", {}).items():
-                if kind.startswith("text/"):
-                    parts.append("".join(value) if isinstance(value, list) else value)
+                value = "".join(value) if isinstance(value, list) else value
+                # A recall widget's text is written by hand, not computed: it proves nothing.
+                if kind.startswith("text/") and 'class="recall ' not in value:
+                    parts.append(value)
     return "\n".join(parts)
 
 

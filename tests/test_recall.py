@@ -1,11 +1,21 @@
-"""The recall widgets: the three kinds, escaping, math, stable output, clear errors."""
+"""The recall widgets: the four kinds, escaping, math, stable output, clear errors; the items as
+data (well-formed, unique ids, shown once in their chapter, no answer in any chapter's source);
+the Anki deck the build writes."""
 
+import ast
+import csv
+import json
+import os
 import re
+import sys
+from pathlib import Path
 
 import pytest
 
 from mlm_lib import recall
-from mlm_lib.recall import reveal, spot_the_error, true_or_false
+from mlm_lib.recall import multiple_choice, reveal, spot_the_error, true_or_false
+
+yaml = pytest.importorskip("yaml")
 
 
 def test_reveal_hides_answer_in_details():
@@ -87,3 +97,287 @@ def test_emphasis_and_code_do_not_leak_into_each_other():
     out = recall.render_text("a *word*, **strong**, `a*b*c` and 2 * 3 * 4")
     assert "<em>word</em>" in out and "<strong>strong</strong>" in out
     assert "<code>a*b*c</code>" in out and "2 * 3 * 4" in out
+
+
+# --- items as data: mlm_lib/assets/recall/*.yml ------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ITEMS = recall.load_items()
+
+OPTIONS = [
+    {"text": "Over the masked positions", "correct": False, "why": "Then each column would sum to 1."},
+    {"text": "Over the vocabulary $V$", "correct": True, "why": "One distribution per position."},
+    {"text": "Over `[CLS]` & <friends>", "correct": False, "why": "No such thing."},
+]
+
+
+def _write(directory: Path, name: str, items: dict) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_text(yaml.safe_dump(items, sort_keys=False), encoding="utf-8")
+    return directory
+
+
+def test_there_is_one_data_file_per_chapter_and_one_for_the_gym():
+    files = sorted(p.name for p in recall.ITEMS_DIR.glob("*.yml"))
+    assert files == sorted([nb.with_suffix(".yml").name for nb in NOTEBOOKS] + ["gym.yml"])
+
+
+@pytest.mark.parametrize("item_id", sorted(ITEMS))
+def test_every_item_is_well_formed(item_id):
+    item = ITEMS[item_id]
+    recall.check(item)
+    html = recall.recall(item_id, **{name: 0.5 for name in item.placeholders()}).html
+    assert f'data-item="{item_id}"' in html
+
+
+def test_gym_items_are_the_gym_wording_of_a_chapter_item():
+    for item in ITEMS.values():
+        if item.file == "gym.yml":
+            assert item.id.endswith(".gym"), f"{item.id}: the gym's own items are named <bank id>.gym"
+            assert item.id[: -len(".gym")] in ITEMS, f"{item.id}: no chapter item {item.id[:-4]}"
+        else:
+            assert not item.id.endswith(".gym"), f"{item.id} belongs in gym.yml"
+
+
+def test_a_gym_item_is_labelled_with_its_bank_id():
+    html = reveal("q", "a", item="TF9.gym").html
+    assert 'data-item="TF9.gym"' in html and "Recall · TF9</span>" in html
+
+
+def test_an_id_defined_twice_is_an_error(tmp_path):
+    item = {"kind": "reveal", "question": "q", "answer": "a"}
+    _write(tmp_path, "01_a.yml", {"TF9": item})
+    _write(tmp_path, "02_b.yml", {"TF9": item})
+    with pytest.raises(ValueError, match=r"TF9 is defined twice: in 01_a.yml and in 02_b.yml"):
+        recall.load_items(tmp_path)
+
+
+def test_recall_gives_the_same_html_as_the_widget_functions():
+    tf9 = ITEMS["TF9"].fields
+    assert recall.recall("TF9").html == true_or_false(tf9["statement"], tf9["answer"], tf9["why"], item="TF9").html
+    s1 = ITEMS["S1"].fields
+    assert recall.recall("S1").html == reveal(s1["question"], s1["answer"], item="S1").html
+
+
+def test_unknown_id_names_the_nearest_ids():
+    with pytest.raises(ValueError, match=r"no recall item 'TF99'.*did you mean .*TF9"):
+        recall.recall("TF99")
+
+
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        ({"kind": "reveal", "question": "q"}, r"bad.yml: item X1: field 'answer' is missing"),
+        ({"kind": "riddle", "question": "q", "answer": "a"}, r"bad.yml: item X1: field 'kind' is 'riddle'"),
+        ({"kind": "true-or-false", "statement": "s", "answer": "no", "why": "w"},
+         r"bad.yml: item X1: answer must be True or False"),
+        ({"kind": "spot-the-error", "statement": "s", "error": ""}, r"bad.yml: item X1: error is empty"),
+        ({"kind": "reveal", "question": "q", "answer": "a", "why": "w"}, r"bad.yml: item X1: unknown field"),
+        ({"kind": "multiple-choice", "question": "q",
+          "options": [{"text": "a", "correct": False, "why": "w"}, {"text": "b", "correct": False, "why": "w"}]},
+         r"bad.yml: item X1: no option is correct"),
+        ({"kind": "multiple-choice", "question": "q", "options": [{"text": "a", "correct": True, "why": "w"}]},
+         r"bad.yml: item X1: options must be a list of at least two"),
+        ({"kind": "multiple-choice", "question": "q",
+          "options": [{"text": "a", "correct": True}, {"text": "b", "correct": False, "why": "w"}]},
+         r"bad.yml: item X1: option 1 why must be a string"),
+        ({"kind": "multiple-choice", "question": "q",
+          "options": [{"text": "a", "correct": "yes", "why": "w"}, {"text": "b", "correct": False, "why": "w"}]},
+         r"bad.yml: item X1: option 1 correct must be true or false"),
+    ],
+)
+def test_a_malformed_item_names_its_file_and_field(tmp_path, monkeypatch, fields, message):
+    monkeypatch.setattr(recall, "ITEMS_DIR", _write(tmp_path, "bad.yml", {"X1": fields}))
+    with pytest.raises(ValueError, match=message):
+        recall.recall("X1")
+
+
+def test_placeholders_take_the_chapters_numbers(tmp_path, monkeypatch):
+    item = {"kind": "reveal", "question": "How good, with $x_{i}$?", "answer": "{{acc:.0%}} over {{n}} seeds."}
+    monkeypatch.setattr(recall, "ITEMS_DIR", _write(tmp_path, "05_x.yml", {"N5.1": item}))
+    assert "91% over 5 seeds." in recall.recall("N5.1", acc=0.912, n=5).html
+    with pytest.raises(ValueError, match=r"05_x.yml: item N5.1 needs the values \['acc', 'n'\]; missing \['n'\]"):
+        recall.recall("N5.1", acc=0.9)
+    with pytest.raises(ValueError, match=r"not used \['m'\]"):
+        recall.recall("N5.1", acc=0.9, n=5, m=1)
+
+
+def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
+    monkeypatch.setattr(recall, "ITEMS_DIR", _write(tmp_path, "a.yml", {"A1": {"kind": "reveal", "question": "q", "answer": "one"}}))
+    assert "one" in recall.recall("A1").html
+    path = tmp_path / "a.yml"
+    path.write_text(path.read_text().replace("one", "two"))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    assert "two" in recall.recall("A1").html
+
+
+# --- multiple choice ---------------------------------------------------------------------------
+
+def test_multiple_choice_markup():
+    html = multiple_choice("Over what does the softmax run?", OPTIONS, item="W9").html
+    assert 'data-recall="mc"' in html and 'data-item="W9"' in html
+    choices = re.findall(r'<details class="recall-choice" data-choice="(\d+)" data-correct="(\w+)"', html)
+    assert choices == [("0", "false"), ("1", "true"), ("2", "false")]
+    tags = re.findall(r"<details([^>]*)>", html)
+    assert len(tags) == 3 and not any("open" in re.sub(r'"[^"]*"', "", t) for t in tags)  # all closed
+    parts = html.split('<details class="recall-choice"')[1:]
+    assert "Not quite." in parts[0] and "Then each column would sum to 1." in parts[0]
+    assert "Right." in parts[1] and r"\(V\)" in parts[1]
+    assert "<code>[CLS]</code> &amp; &lt;friends&gt;" in parts[2] and "<friends>" not in html
+    assert "<script" not in html and "onclick" not in html
+    # the summary is the option's text, the body its verdict and why
+    assert re.search(r"<summary[^>]*>Over the vocabulary \\\(V\\\)</summary>", parts[1])
+
+
+def test_multiple_choice_may_have_several_right_options():
+    two = [dict(o, correct=True) for o in OPTIONS[:2]] + OPTIONS[2:]
+    html = multiple_choice("q", two).html
+    assert html.count('data-correct="true"') == 2 and html.count('data-correct="false"') == 1
+
+
+def test_multiple_choice_is_stable():
+    assert multiple_choice("q", OPTIONS, item="W9").html == multiple_choice("q", OPTIONS, item="W9").html
+
+
+# --- no chapter gives the answer away in its source ----------------------------------------------
+
+def _norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _answer_texts(item: recall.Item) -> list[str]:
+    """What the reader must not see before committing: answers, whys, errors, option whys (split
+    at run-time placeholders; fragments too short to be telling are left out)."""
+    f = item.fields
+    texts = [f.get("why"), f.get("error"), f.get("answer") if isinstance(f.get("answer"), str) else None]
+    texts += [o.get("why") for o in f.get("options") or [] if isinstance(o, dict)]
+    out = []
+    for text in filter(None, texts):
+        out += [_norm(part) for part in re.split(r"\{\{[^{}]*\}\}", text) if len(_norm(part)) >= 20]
+    return out
+
+
+def _visible_texts(nb: dict) -> list[str]:
+    """Every cell's source as the reader sees it, and each code cell's string constants with
+    Python's escapes and implicit concatenation undone (how a pasted answer would sit there)."""
+    out = []
+    for cell in nb["cells"]:
+        src = "".join(cell["source"])
+        out.append(_norm(src))
+        if cell["cell_type"] != "code":
+            continue
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                out.append(_norm(node.value))
+            elif isinstance(node, ast.JoinedStr):
+                out.append(_norm("".join(v.value if isinstance(v, ast.Constant) else "{}" for v in node.values)))
+    return out
+
+
+def _leaks(nb: dict) -> list[str]:
+    visible = "\n".join(_visible_texts(nb))
+    return [f"{item.id}: {text[:60]}..." for item in ITEMS.values() for text in _answer_texts(item)
+            if text in visible]
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_no_chapter_source_contains_an_answer(notebook):
+    assert _leaks(json.loads(notebook.read_text())) == []
+
+
+def test_an_answer_pasted_back_into_a_chapter_is_found():
+    nb = json.loads(NOTEBOOKS[2].read_text())
+    why = ITEMS["TF9"].fields["why"]
+    words = why.split(" ")
+    half = len(words) // 2
+    pasted = ('true_or_false(\n    "s",\n    False,\n    %s\n    %s,\n)'
+              % (json.dumps(" ".join(words[:half]) + " "), json.dumps(" ".join(words[half:]))))
+    nb["cells"].append({"cell_type": "code", "source": pasted, "metadata": {}, "outputs": []})
+    assert any(leak.startswith("TF9:") for leak in _leaks(nb))
+
+
+# --- the chapters show their items with recall("ID") --------------------------------------------
+
+_RECALL_CALL = re.compile(r"""\brecall\(\s*["']([^"']+)["']""")
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
+def test_chapter_recall_cells(notebook):
+    """Each item of a chapter's data file is shown once, in that chapter, by a cell whose input
+    the site removes and JupyterLab folds; no widget is written inline any more."""
+    nb = json.loads(notebook.read_text())
+    shown = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        src = "".join(cell["source"])
+        assert not re.search(r"\b(reveal|true_or_false|spot_the_error|multiple_choice)\(", src), \
+            f"an inline recall widget in {notebook.name}: write it in {notebook.stem}.yml and call recall()"
+        ids = _RECALL_CALL.findall(src)
+        if not ids:
+            continue
+        assert "remove-input" in cell["metadata"].get("tags", []), f"{ids}: tag the cell remove-input"
+        assert cell["metadata"].get("jupyter", {}).get("source_hidden") is True, f"{ids}: hide the cell's source"
+        shown += ids
+    mine = sorted(i for i, item in ITEMS.items() if item.file == notebook.with_suffix(".yml").name)
+    assert sorted(shown) == mine, f"{notebook.name} shows {sorted(shown)}; its data file has {mine}"
+
+
+# --- the Anki export ---------------------------------------------------------------------------
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+recall_anki = pytest.importorskip("recall_anki")
+recall_directive = pytest.importorskip("recall_directive")
+
+
+def _rows(deck: str) -> list[list[str]]:
+    lines = deck.splitlines()
+    assert lines[:3] == ["#separator:tab", "#html:true", "#tags column:3"]
+    return list(csv.reader(lines[3:], delimiter="\t"))
+
+
+def test_anki_deck_has_one_note_per_item_with_three_fields():
+    rows = _rows(recall_anki.deck(ITEMS, recall_directive.coverage()))
+    assert len(rows) == len(ITEMS)
+    assert all(len(r) == 3 and r[0] and r[1] for r in rows)
+    tags = [set(r[2].split()) for r in rows]
+    assert all(any(re.fullmatch(r"chapter-\d\d", t) for t in ts) for ts in tags)
+    assert all(ts & set(recall.KINDS) for ts in tags)
+
+
+def test_anki_note_of_a_multiple_choice_item_lists_its_options():
+    item = recall.Item("W9", "08_x.yml", {"kind": "multiple-choice", "question": 'Say "why"?', "options": OPTIONS})
+    front, back, tags = recall_anki.note(item, {})
+    assert "A. Over the masked positions" in front and "C. Over <code>[CLS]</code> &amp; &lt;friends&gt;" in front
+    assert back.startswith("<b>B.</b>") and tags == "chapter-08 multiple-choice"
+    rows = _rows(recall_anki.deck({"W9": item}, {}))
+    assert rows[0][0].startswith('Say "why"?')  # a quote survives the round trip
+
+
+def test_anki_note_takes_the_numbers_the_chapter_printed():
+    item = recall.Item("N5.1", "05_x.yml", {"kind": "reveal", "question": "How good?",
+                                            "answer": "{{acc:.0%}} over {{n}} seeds, $p < {{acc:.0%}}$."})
+    printed = recall.render(item, acc=0.912, n=5).html
+    values = recall_anki.stored_values(item, ["<div>other</div>", printed])
+    assert values == {"acc": "91%", "n": "5"}
+    assert "91% over 5 seeds" in recall_anki.note(item, {}, values)[1]
+    # an output older than the item's text gives nothing, and the note elides the numbers
+    assert recall_anki.stored_values(item, [printed.replace("seeds", "runs")]) == {}
+    assert "… over … seeds" in recall_anki.note(item, {})[1]
+
+
+def test_anki_deck_is_in_the_built_site():
+    build = Path(os.environ.get("BOOK_BUILD_DIR") or ROOT / "_build")
+    deck = build / "html" / "_static" / recall_anki.OUTPUT
+    if not (build / "html" / "index.html").exists():
+        pytest.skip("no built site: run `make book` first")
+    assert deck.exists(), f"{deck} is missing: the recall_anki extension did not run"
+    rows = _rows(deck.read_text(encoding="utf-8"))
+    assert len(rows) == len(ITEMS) and all(len(r) == 3 for r in rows)
+    gym = (build / "html" / "book" / "gym.html").read_text(encoding="utf-8")
+    assert f'href="../_static/{recall_anki.OUTPUT}"' in gym

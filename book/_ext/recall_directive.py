@@ -1,28 +1,56 @@
-"""A ``{recall}`` directive, so prose pages can carry the same recall widgets as notebooks.
+"""Recall widgets on prose pages and the gym, from the same data as the chapters.
 
-Usage in MyST markdown::
+Every item is written once, in ``mlm_lib/assets/recall/*.yml`` (see :mod:`mlm_lib.recall`).
 
-    ```{recall} true-or-false
-    :answer: false
-    :item: TF1
-    BERT generates text left to right, like GPT.
-    ---
-    It fills blanks using both sides of the context ...
+``{recall}`` shows one item by its id::
+
+    ```{recall} TF9.gym
     ```
 
-Kinds: ``reveal`` (question --- answer), ``true-or-false`` (statement --- why, with ``:answer:``),
-``spot-the-error`` (statement --- error). The HTML comes from :mod:`mlm_lib.recall`, so a widget
-looks and behaves the same on a page and in a notebook.
+It still takes an item written inline, for a page's one-off question (``reveal``, ``true-or-false``
+with ``:answer:``, ``spot-the-error``; two parts separated by a ``---`` line)::
+
+    ```{recall} reveal
+    What does BERT see at a position it is asked to predict?
+    ---
+    The corrupted input ...
+    ```
+
+``{recall-gym}`` writes the gym: for each bank id of its content (one per line) the gym's own
+wording of the item (``<id>.gym``) or, where the gym has none, the chapter's item, then a link to
+the chapter section that demonstrates it, taken from ``book/coverage.yml``. The HTML comes from
+:mod:`mlm_lib.recall`, so a widget looks and behaves the same on a page and in a notebook.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
+from docutils.statemachine import StringList
 
 from mlm_lib import recall
 
+ROOT = Path(__file__).resolve().parents[2]
+COVERAGE = ROOT / "book" / "coverage.yml"
 _BOOL = {"true": True, "false": False}
+_INLINE_KINDS = ("reveal", "true-or-false", "spot-the-error")
+
+
+def _depend_on(directive: Directive, *paths: Path) -> None:
+    """Rebuild the page when an item or the coverage table changes."""
+    env = getattr(directive.state.document.settings, "env", None)
+    if env is not None:
+        for path in paths:
+            env.note_dependency(str(path))
+
+
+def _item_file(item_id: str) -> Path:
+    return recall.ITEMS_DIR / recall.load_items()[item_id].file
 
 
 class RecallDirective(Directive):
@@ -31,31 +59,114 @@ class RecallDirective(Directive):
     option_spec = {"answer": directives.unchanged, "item": directives.unchanged}
 
     def run(self) -> list[nodes.Node]:
-        kind = self.arguments[0].strip().lower()
-        text = "\n".join(self.content)
-        parts = [p.strip() for p in text.split("\n---\n")]
-        if len(parts) != 2:
-            raise self.error(f"recall: expected two parts separated by a '---' line, got {len(parts)}")
-        first, second = parts
-        item = self.options.get("item")
+        argument = self.arguments[0].strip()
         try:
-            if kind == "reveal":
-                widget = recall.reveal(first, second, item=item)
-            elif kind == "true-or-false":
-                answer = _BOOL.get(str(self.options.get("answer", "")).strip().lower())
-                if answer is None:
-                    raise ValueError("true-or-false needs ':answer: true' or ':answer: false'")
-                widget = recall.true_or_false(first, answer, second, item=item)
-            elif kind == "spot-the-error":
-                widget = recall.spot_the_error(first, second, item=item)
+            if argument.lower() in _INLINE_KINDS:
+                widget = self._inline(argument.lower())
             else:
-                raise ValueError(f"unknown recall kind {kind!r}: use reveal, true-or-false or spot-the-error")
+                if self.content:
+                    raise ValueError(f"{argument!r} is an item id, which takes no content; "
+                                     f"an inline item starts with its kind ({', '.join(_INLINE_KINDS)})")
+                widget = recall.recall(argument)
+                _depend_on(self, _item_file(argument))
         except ValueError as exc:
             raise self.error(f"recall: {exc}") from exc
         return [nodes.raw("", widget.html, format="html")]
 
+    def _inline(self, kind: str) -> recall.Recall:
+        text = "\n".join(self.content)
+        parts = [p.strip() for p in text.split("\n---\n")]
+        if len(parts) != 2:
+            raise ValueError(f"expected two parts separated by a '---' line, got {len(parts)}")
+        first, second = parts
+        item = self.options.get("item")
+        if kind == "reveal":
+            return recall.reveal(first, second, item=item)
+        if kind == "spot-the-error":
+            return recall.spot_the_error(first, second, item=item)
+        answer = _BOOL.get(str(self.options.get("answer", "")).strip().lower())
+        if answer is None:
+            raise ValueError("true-or-false needs ':answer: true' or ':answer: false'")
+        return recall.true_or_false(first, answer, second, item=item)
+
+
+@lru_cache(maxsize=None)
+def _coverage(stamp: int) -> dict:
+    import yaml
+
+    return yaml.safe_load(COVERAGE.read_text(encoding="utf-8"))
+
+
+def coverage() -> dict:
+    """book/coverage.yml: each bank id's chapter, section and anchor."""
+    return _coverage(COVERAGE.stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=None)
+def chapter_title(chapter: str) -> str:
+    """The first ``# `` heading of a chapter notebook."""
+    nb = json.loads((ROOT / chapter).read_text(encoding="utf-8"))
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "markdown":
+            m = re.search(r"^#\s+(.+)$", "".join(cell["source"]), re.M)
+            if m:
+                return m.group(1).strip()
+    return Path(chapter).stem
+
+
+def gym_item(bank_id: str) -> str:
+    """The id the gym shows for ``bank_id``: its own wording where it has one."""
+    items = recall.load_items()
+    if f"{bank_id}.gym" in items:
+        return f"{bank_id}.gym"
+    if bank_id in items:
+        return bank_id
+    raise ValueError(f"no item {bank_id}.gym or {bank_id} for the gym")
+
+
+def gym_link(bank_id: str) -> str | None:
+    """The Markdown line under a gym item: where the book shows it (None while its chapter is
+    pending)."""
+    row = coverage().get(bank_id)
+    if row is None:
+        raise ValueError(f"{bank_id} is not in book/coverage.yml")
+    if row.get("status") == "pending":
+        return None
+    chapter = row["chapter"]
+    number = int(Path(chapter).name[:2])
+    target = f"../{chapter}" + (f"#{row['anchor']}" if row.get("anchor") else "")
+    text = f"Chapter {number}, {chapter_title(chapter)}: {row['section']}"
+    text = text.replace("[", "\\[").replace("]", "\\]")
+    return f"Shown in [{text}]({target})."
+
+
+class RecallGymDirective(Directive):
+    has_content = True
+
+    def run(self) -> list[nodes.Node]:
+        out: list[nodes.Node] = []
+        for line in self.content:
+            bank_id = line.strip()
+            if not bank_id:
+                continue
+            try:
+                shown = gym_item(bank_id)
+                widget = recall.recall(shown)
+                link = gym_link(bank_id)
+            except ValueError as exc:
+                raise self.error(f"recall-gym: {exc}") from exc
+            _depend_on(self, _item_file(shown), COVERAGE)
+            out.append(nodes.raw("", widget.html, format="html"))
+            if link:
+                para = nodes.container()
+                self.state.nested_parse(StringList([link], source=self.state.document["source"]),
+                                        self.content_offset, para)
+                out += para.children
+        return out
+
 
 def setup(app):  # noqa: D103 - Sphinx entry point
     app.add_directive("recall", RecallDirective)
+    app.add_directive("recall-gym", RecallGymDirective)
     app.add_css_file("recall.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,169 @@
+// The progress page: the reader's answers (kept in this browser by recall-score.js), counted
+// chapter by chapter against the list of every recall widget on the site, which the build writes
+// to _static/progress-items.js (book/_ext/progress_items.py). Also the "Clear my answers" button,
+// which asks once more before it forgets anything.
+(function () {
+  "use strict";
+  var GYM_PAGE = "book/gym.html";
+
+  function el(tag, text, cls) {
+    var e = document.createElement(tag);
+    if (text !== undefined) e.textContent = text;
+    if (cls) e.className = cls;
+    return e;
+  }
+
+  function link(href, text) {
+    var a = el("a", text);
+    a.href = href;
+    return a;
+  }
+
+  // Per page, in the order of the book: answered of total, and right of committed for the
+  // questions with choices (true-or-false, multiple choice).
+  function tally(items, answers) {
+    var pages = [], byUrl = {};
+    items.forEach(function (it) {
+      var p = byUrl[it.url];
+      if (!p) {
+        p = byUrl[it.url] = { url: it.url, chapter: it.chapter, total: 0, answered: 0,
+          choice: 0, committed: 0, right: 0 };
+        pages.push(p);
+      }
+      var entry = answers[it.id];
+      var choice = it.kind === "tf" || it.kind === "mc";
+      p.total += 1;
+      if (choice) p.choice += 1;
+      if (!entry) return;
+      p.answered += 1;
+      if (entry.choice) {
+        p.committed += 1;
+        if (entry.right) p.right += 1;
+      }
+    });
+    return pages;
+  }
+
+  function render(report, items) {
+    var P = window.recallProgress;
+    var root = P.siteRoot();
+    var answers = P.read();
+    var pages = tally(items, answers);
+    report.textContent = "";
+
+    var ids = {}, missed = 0;
+    items.forEach(function (it) { ids[it.id] = it; });
+    var unique = Object.keys(ids);
+    var answered = unique.filter(function (id) { return answers[id]; });
+    unique.forEach(function (id) {
+      if (answers[id] && answers[id].choice && !answers[id].right) missed += 1;
+    });
+    var summary = el("p", "", "progress-summary");
+    summary.append("You have answered " + answered.length + " of the book’s " + unique.length +
+      " questions" + (unique.length < items.length ?
+      " (a question asked on two pages counts once)." : "."));
+    if (missed) {
+      summary.append(" " + missed + " committed " + (missed === 1 ? "answer was" : "answers were") +
+        " wrong: ");
+      summary.append(link(root + GYM_PAGE + "?view=missed", "practise the ones you missed"), ".");
+    }
+    report.appendChild(summary);
+    if (!P.persistent()) {
+      report.appendChild(el("p", "This browser does not let the site keep your answers (a " +
+        "private window, or storage turned off): they are forgotten when you leave a page.",
+        "progress-warning"));
+    }
+
+    var table = el("table", undefined, "progress-table");
+    table.appendChild(el("caption", "Recall questions answered, chapter by chapter"));
+    var head = el("tr");
+    ["Chapter", "Answered", "True-or-false and multiple choice"].forEach(function (h) {
+      var th = el("th", h);
+      th.scope = "col";
+      head.appendChild(th);
+    });
+    table.appendChild(el("thead")).appendChild(head);
+    var body = table.appendChild(el("tbody"));
+    pages.forEach(function (p) {
+      var tr = el("tr");
+      tr.dataset.url = p.url;
+      var th = el("th");
+      th.scope = "row";
+      th.appendChild(link(root + p.url, p.chapter));
+      var done = el("td");
+      done.dataset.answered = p.answered;
+      done.dataset.total = p.total;
+      done.append(p.answered + " of " + p.total);
+      var bar = el("progress");
+      bar.max = p.total;
+      bar.value = p.answered;
+      bar.setAttribute("aria-hidden", "true");
+      done.append(" ", bar);
+      var right = el("td", !p.choice ? "none on this page" : !p.committed ? "none committed yet" :
+        p.right + " right of " + p.committed + " committed");
+      right.dataset.right = p.right;
+      right.dataset.committed = p.committed;
+      tr.append(th, done, right);
+      body.appendChild(tr);
+    });
+    report.appendChild(table);
+    report.appendChild(clearControls(report, items, answered.length));
+  }
+
+  function clearControls(report, items, count) {
+    var box = el("div", undefined, "progress-clear");
+    var start = el("button", "Clear my answers");
+    start.type = "button";
+    start.disabled = !count;
+    var confirmBox = el("div", undefined, "progress-confirm");
+    confirmBox.hidden = true;
+    var question = el("p", "Forget all " + count + " answers kept in this browser? This cannot " +
+      "be undone.");
+    var yes = el("button", "Yes, clear them");
+    var no = el("button", "Cancel");
+    yes.type = no.type = "button";
+    confirmBox.append(question, yes, " ", no);
+    var done = el("p", "", "progress-cleared");
+    done.setAttribute("role", "status");
+    start.addEventListener("click", function () {
+      confirmBox.hidden = false;
+      start.hidden = true;
+      no.focus();
+    });
+    no.addEventListener("click", function () {
+      confirmBox.hidden = true;
+      start.hidden = false;
+      start.focus();
+    });
+    yes.addEventListener("click", function () {
+      window.recallProgress.clear();
+      render(report, items);
+      var note = report.querySelector(".progress-cleared");
+      note.textContent = "Your answers are cleared.";
+      note.tabIndex = -1;
+      note.focus();
+    });
+    box.append(start, confirmBox, done);
+    return box;
+  }
+
+  function setup() {
+    var report = document.getElementById("progress-report");
+    if (!report || !window.recallProgress) return;
+    report.textContent = "Counting your answers…";
+    var script = document.createElement("script");
+    script.src = window.recallProgress.siteRoot() + "_static/progress-items.js";
+    script.onload = function () { render(report, window.recallItems || []); };
+    script.onerror = function () {
+      report.textContent = "The list of the book's questions could not be loaded.";
+    };
+    document.head.appendChild(script);
+    // answers given in another tab
+    window.addEventListener("storage", function () {
+      if (window.recallItems) render(report, window.recallItems);
+    });
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);
+  else setup();
+})();

@@ -1,0 +1,185 @@
+"""The live formula charts on the built site, moved in a real browser (Debian's chromium).
+
+Run after ``make book``, like ``test_site.py`` (it honours ``BOOK_BUILD_DIR`` too). On each page
+with a live chart (``mlm_lib/live.py``), the test sets the chart's controls as a reader would
+(``fill`` on a slider, ``select_option`` on a menu, ``check`` on a box), reads the numbers the
+chart then shows (text in its SVG) and compares them with what the chapter's own Python function
+prints for the same settings (``live_reference.py``). Every control must have a visible label.
+Controls that still need a kernel must sit under the note that says so.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from live_reference import (expected_masked, expected_p_hill, expected_sgd, expected_softmax,
+                            expected_temperature, load, mismatches)
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = Path(os.environ.get("BOOK_BUILD_DIR") or ROOT / "_build")
+SITE = BUILD / "html"
+CHROMIUM = (os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+            or "/usr/bin/chromium")
+KERNEL_NOTE = "This control needs a running kernel"
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    if not (SITE / "index.html").exists():
+        pytest.fail("no built site: run `make book` first (`make test-site` builds it)")
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                            functools.partial(_Quiet, directory=str(SITE)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Debian chromium is missing: `make browser` installs it")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                              args=["--no-sandbox", "--disable-gpu", "--no-first-run",
+                                    "--disable-background-networking", "--disable-sync"])
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def open_chart(server, browser):
+    """Open a chapter, wait until its live chart is drawn; console errors fail the test."""
+    pages, errors = [], []
+
+    def _open(chapter: str):
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(60_000)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: m.type == "error" and "favicon" not in m.text
+                and "404" not in m.text and errors.append(m.text))
+        page.goto(server + f"notebooks/{chapter}.html", wait_until="load")
+        page.wait_for_selector(".live-chart[data-drawn]")
+        state = page.get_attribute(".live-chart", "data-drawn")
+        page.wait_for_function("() => [...document.querySelectorAll('.live-chart')]"
+                               ".every(d => d.dataset.drawn !== 'pending')")
+        assert page.get_attribute(".live-chart", "data-drawn") == "yes", f"{chapter}: {state}, {errors}"
+        pages.append(page)
+        return page
+
+    yield _open
+    for page in pages:
+        page.close()
+    assert not errors, errors
+
+
+def shown_texts(page, marks) -> dict[str, list[str]]:
+    return {mark: page.eval_on_selector_all(f".live-chart g.{mark} text", "es => es.map(e => e.textContent)")
+            for mark in marks}
+
+
+def agree(page, expected: dict[str, list[str]], timeout_s: float = 10.0) -> None:
+    """Wait for the chart to redraw, then compare every named mark with Python's text."""
+    deadline = time.time() + timeout_s
+    while True:
+        problems = mismatches(shown_texts(page, expected), expected)
+        if not problems or time.time() > deadline:
+            break
+        page.wait_for_timeout(100)
+    assert not problems, "\n".join(problems)
+
+
+def set_range(page, name: str, value: float) -> float:
+    """Move a slider as a reader would; return where it landed (the value the chart uses)."""
+    control = page.locator(f'.live-chart input[name="{name}"]')
+    control.fill(str(value))
+    return float(control.input_value())
+
+
+def labels_of_controls(page) -> list[str]:
+    return page.eval_on_selector_all(
+        ".live-chart input, .live-chart select",
+        "es => es.map(e => (e.closest('label') ? e.closest('label').innerText : '').trim())")
+
+
+def test_p_hill_chart(open_chart):
+    ns, _ = load("p_hill")
+    page = open_chart("00_how_to_read")
+    agree(page, expected_p_hill(ns, float(page.input_value('.live-chart input[name="log10_p_hill"]'))))
+    for x in (-1.5, -4):
+        agree(page, expected_p_hill(ns, set_range(page, "log10_p_hill", x)))
+    assert all(labels_of_controls(page))
+
+
+def test_masked_set_chart(open_chart):
+    ns, _ = load("masked")
+    page = open_chart("01_words_and_symbols")
+    agree(page, expected_masked(ns, 0.3, 5))
+    for rate, seed in ((0.15, 17), (0.8, 0)):
+        agree(page, expected_masked(ns, set_range(page, "rate", rate), int(set_range(page, "seed", seed))))
+    assert all(labels_of_controls(page))
+
+
+def test_temperature_chart(open_chart):
+    ns, _ = load("temperature")
+    page = open_chart("02_vocabulary_softmax")
+    for T in (1.0, 0.1, 0.3, 4.7):
+        agree(page, expected_temperature(ns, set_range(page, "T", T)))
+    assert all(labels_of_controls(page))
+
+
+def test_softmax_chart(open_chart):
+    ns, _ = load("softmax")
+    page = open_chart("03_the_log")
+    for shift, spread, dtype in ((0, 1, "float32"), (12, 1, "float16"), (90, 1, "float32"),
+                                 (-300, 1, "float32"), (0, 60, "float16")):
+        page.select_option('.live-chart select[name="dtype"]', dtype)
+        s = set_range(page, "shift", shift)
+        w = set_range(page, "spread", spread)
+        agree(page, expected_softmax(ns, s, w, dtype))
+    assert all(labels_of_controls(page))
+
+
+def test_sgd_chart(open_chart):
+    ns, _ = load("sgd")
+    page = open_chart("04_the_minus_sign")
+    agree(page, expected_sgd(ns, 0.01, 1.0, False))
+    box = page.locator('.live-chart input[name="drop_minus"]')
+    for p0, lr, drop in ((0.3, 2.5, False), (0.3, 2.5, True), (0.9, 0.1, True)):
+        box.check() if drop else box.uncheck()
+        agree(page, expected_sgd(ns, set_range(page, "p0", p0), set_range(page, "lr", lr), drop))
+    assert all(labels_of_controls(page))
+
+
+KERNEL_ONLY = ["01_words_and_symbols", "05_masked_only_sum", "06_corrupting_the_input", "07_inside_bert",
+               "08_both_directions", "09_wordpiece", "10_pretraining",
+               "11_next_sentence_prediction", "12_fine_tuning"]
+
+
+@pytest.mark.parametrize("chapter", KERNEL_ONLY)
+def test_kernel_only_controls_are_announced(chapter, server, browser):
+    page = browser.new_page()
+    try:
+        page.goto(server + f"notebooks/{chapter}.html", wait_until="load")
+        before = page.eval_on_selector_all(
+            "div.cell", "cells => cells.filter(c => /(kernel|show)_controls\\(/.test("
+            "(c.querySelector('.cell_input') || c).innerText)).map(c => {"
+            " let p = c.previousElementSibling; return p ? p.innerText : ''; })")
+    finally:
+        page.close()
+    assert before, f"{chapter}: no kernel-only control found on the page"
+    assert all(KERNEL_NOTE in text for text in before), f"{chapter}: {before}"
