@@ -37,11 +37,13 @@
       .then(function () { return window.vegaEmbed; });
   }
 
-  // Controls in the page's font; a chart wider than a phone scrolls inside its own box.
+  // Controls in the page's font; a chart wider than the page (a phone) shrinks to fit it, so every
+  // bar stays in view (the SVG keeps its viewBox), and scrolls only if it still cannot fit.
   function addStyle() {
     var style = document.createElement("style");
     style.textContent =
       ".live-chart { overflow-x: auto; max-width: 100%; margin: 0.5em 0; }" +
+      ".live-chart svg.marks { max-width: 100%; height: auto; }" +
       ".live-chart .vega-bindings { font-family: inherit; font-size: 0.95em; margin-top: 0.4em; }" +
       ".live-chart .vega-bind { margin: 0.2em 0; }" +
       ".live-chart .vega-bind-name { display: inline-block; min-width: 11em; }";
