@@ -515,3 +515,96 @@ def sgd_steps(n: int = 10, floor: float = 1e-7) -> LiveChart:
     return _finish(chart, f"Line chart of -log p and log p against p, with the {n} SGD steps "
                           "from p0 drawn on it, recomputed as the p0, learning rate and "
                           "drop_minus controls change.")
+
+
+# ---------------------------------------------------------------------------------------------
+# Chapter 5: the masked-only sum, for any M of a few positions.
+
+def subset_index(m: Sequence[int], positions: Sequence[int]) -> int:
+    """The number of the set ``m`` among all subsets of ``positions``: bit k is 1 when the k-th
+    of ``positions`` is in ``m`` (the chart computes the same number from its checkboxes)."""
+    return sum(2 ** k for k, p in enumerate(positions) if p in set(m))
+
+
+def masked_sum_formulas(positions: Sequence[int]) -> dict[str, str]:
+    """Chapter 5's arithmetic as Vega expressions, in the order they are computed. Each row is
+    one position that can be ticked: its ``bit`` (k), the array ``terms`` (its term in every M
+    that holds it, by subset number; null where M does not hold it) and ``alone``."""
+    return {
+        # the subset's number, from the checkboxes: checkbox m<p> is bit k of it
+        "m_index": " + ".join(f"(m{p} ? {2 ** k} : 0)" for k, p in enumerate(positions)),
+        "in_m": "floor(datum.m_index / pow(2, datum.bit)) % 2 == 1",
+        # -log P(x_i | x_\M) for i in M; a position outside M has no term, drawn as 0
+        "term": "datum.in_m ? datum.terms[datum.m_index] : 0",
+        "alone_in_m": "datum.in_m ? datum.alone : 0",
+    }
+
+
+def masked_sum_terms(tokens: Sequence[str], terms: dict[tuple[int, ...], Sequence[float]],
+                     start: Sequence[int] = ()) -> LiveChart:
+    """Tick positions into M and watch the terms of L and their sum.
+
+    Why: L adds one term per position of M and nothing for the others, and every term depends on
+    the whole of M (a hidden neighbour takes evidence away). The model cannot run in the browser,
+    so ``terms`` maps every subset M of a few positions (as a sorted tuple; the empty one may be
+    left out) to its terms -log P(x_i | x_\\M), in position order, computed by the chapter with
+    :func:`mlm_lib.inference.sentence_loss`. The browser works out which subset the checkboxes
+    make, looks its terms up and adds them; the grey marks are each position's term hidden alone
+    (the subsets of one position). Only the positions that can be ticked have rows of data; the
+    axis lists every token. The x axis is fixed, so bars can be compared across settings.
+    """
+    positions = sorted({p for m in terms for p in m})
+    wanted = {tuple(p for k, p in enumerate(positions) if index >> k & 1)
+              for index in range(1, 2 ** len(positions))}
+    if set(terms) - {()} != wanted:
+        raise ValueError(f"terms must hold every non-empty subset of the positions {positions}")
+    if any(len(v) != len(m) for m, v in terms.items()):
+        raise ValueError("each subset needs one term per position")
+    if not set(start) <= set(positions):
+        raise ValueError(f"the starting set {sorted(start)} is not within {positions}")
+    labels = [f"{i}: {t}" for i, t in enumerate(tokens)]
+    rows: list[dict[str, Any]] = []
+    for k, p in enumerate(positions):
+        by_index: list[float | None] = [None] * 2 ** len(positions)
+        for m, values in terms.items():
+            if p in m:
+                by_index[subset_index(m, positions)] = float(values[list(m).index(p)])
+        rows.append({"i": p, "label": labels[p], "bit": k, "terms": by_index,
+                     "alone": float(terms[(p,)][0])})
+    params = [alt.param(name=f"m{p}", value=p in start,
+                        bind=alt.binding_checkbox(name=f"{labels[p]} ")) for p in positions]
+    base = alt.Chart(alt.Data(values=rows))
+    for field, expr in masked_sum_formulas(positions).items():
+        base = base.transform_calculate(**{field: expr})
+    top = max(float(v) for values in terms.values() for v in values)
+    x_scale = alt.Scale(domain=[0, math.ceil(top) + 2])
+    y = alt.Y("label:N", sort=labels, scale=alt.Scale(domain=labels), title=None)
+    kinds = ["term in this M", "term if hidden alone"]
+    color = alt.Color("kind:N", title=None, legend=alt.Legend(orient="top"),
+                      scale=alt.Scale(domain=kinds, range=[TRUE_HEX, REFERENCE_HEX]))
+    bars = base.transform_calculate(kind=f"'{kinds[0]}'").mark_bar().encode(
+        x=alt.X("term:Q", scale=x_scale, title="-log P(x_i | x_\\M)"), y=y, color=color)
+    in_m = base.transform_filter("datum.in_m")
+    alone = in_m.transform_calculate(kind=f"'{kinds[1]}'").mark_tick(thickness=3).encode(
+        x=alt.X("alone:Q", scale=x_scale), y=y, color=color)
+    # each label sits right of its bar or of its grey mark, whichever reaches further
+    bar_labels = _text_layer(in_m.transform_calculate(
+        text="format(datum.term, '.3f')", label_x="max(datum.term, datum.alone)"),
+        "text:N", "masked_sum_bar_labels", align="left", dx=5).encode(
+        x=alt.X("label_x:Q", scale=x_scale), y=y)
+    picture = alt.layer(bars, alone, bar_labels).properties(width=250, height=16 * len(tokens))
+    total = base.transform_joinaggregate(
+        L="sum(term)", size="sum(in_m)", alone_sum="sum(alone_in_m)").transform_filter(
+        "datum.bit == 0").transform_calculate(
+        line1="datum.size ? 'L = ' + format(datum.L, '.3f') + ' over |M| = ' + datum.size "
+              ": 'M is empty, so L = 0'",
+        line2="datum.size ? 'the same positions, each hidden alone, add up to ' + "
+              "format(datum.alone_sum, '.3f') : 'a sum with no terms: tick a box to add one'",
+    ).transform_fold(["line1", "line2"], as_=["line", "text"])
+    summary = _text_layer(total, "text:N", "masked_sum_total", align="left").encode(
+        y=alt.Y("line:N", axis=None), x=alt.value(0)).properties(width=250, height=36)
+    chart = alt.vconcat(summary, picture).add_params(*params)
+    return _finish(chart, f"Bar chart of the loss term -log P(x_i | x_\\M) at each of the "
+                          f"{len(tokens)} positions of the sentence, orange for the positions in "
+                          "M and zero elsewhere, with grey marks at each term hidden alone and "
+                          "the sum L, recomputed as the position checkboxes change.")

@@ -8,9 +8,10 @@ This script is how an author refreshes those outputs after changing a chapter or
     make execute NB=notebooks/07_inside_bert.ipynb
 
 Each executed notebook gets `metadata.fill_in_the_blank.executed`: a hash of its code cells and
-a hash of every `mlm_lib` file the kernel imported (plus the library's assets: the book's model
-and vocabulary). `tests/test_notebooks.py` recomputes both and fails when a chapter's outputs are
-older than its code or than the library under it, so the site can never show stale outputs.
+a hash of every `mlm_lib` file the kernel imported (plus the library's assets: the book's model,
+its vocabulary, the results files and the chapter's own recall items). `tests/test_notebooks.py`
+recomputes both and fails when a chapter's outputs are older than its code or than the library
+under it, so the site can never show stale outputs.
 """
 
 from __future__ import annotations
@@ -47,8 +48,12 @@ def code_hash(nb: nbformat.NotebookNode) -> str:
     return sha256_bytes(json.dumps(sources).encode())
 
 
-def asset_files() -> list[Path]:
-    return sorted(p for p in (LIBRARY / "assets").rglob("*") if p.is_file())
+def asset_files(chapter: Path) -> list[Path]:
+    """The library's assets a chapter's outputs can depend on: all of them, except the recall items
+    of other chapters and of the gym (a chapter renders only its own, from recall/<chapter>.yml)."""
+    recall = LIBRARY / "assets" / "recall"
+    return sorted(p for p in (LIBRARY / "assets").rglob("*") if p.is_file()
+                  and (p.parent != recall or p.stem == chapter.stem))
 
 
 def file_hashes(paths: list[Path]) -> dict[str, str]:
@@ -74,7 +79,7 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT_S) -> float:
                          "install it with `pip install -e .`")
     nb.metadata[STAMP_KEY] = {"executed": {
         "code_sha256": code_hash(nb),
-        "library_sha256": file_hashes([m.resolve() for m in modules] + asset_files()),
+        "library_sha256": file_hashes([m.resolve() for m in modules] + asset_files(path)),
     }}
     nbformat.write(nb, path)
     return seconds

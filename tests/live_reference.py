@@ -1,10 +1,11 @@
-"""What the live charts of chapters 0-4 must show, computed by the chapters' own Python.
+"""What the live charts of chapters 0-5 must show, computed by the chapters' own Python.
 
 The charts (``mlm_lib/live.py``) redo a chapter's formula in the browser. Both tests of them,
 ``test_live.py`` (the chart's arithmetic evaluated by Vega under Node.js) and ``test_site_live.py``
 (the built site in a browser), compare what a chart shows against the numbers computed here, by
 the functions the chapter itself defines (``with_p_hill``, ``with_temperature``,
-``softmax_table``, ``ten_steps``), taken from the committed notebook and run on their own.
+``softmax_table``, ``ten_steps``, and chapter 5's ``sentence_loss`` on its sentence), taken from
+the committed notebook and run on their own.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ CHAPTERS = {
                                               "live.temperature_softmax("]),
     "softmax": ("03_the_log", ["def softmax_table("]),
     "sgd": ("04_the_minus_sign", ["def ten_steps("]),
+    "masked_sum": ("05_masked_only_sum", ["model = book_model()", 'text = "aristotle',
+                                          "def terms_for_every_m(", "live.masked_sum_terms("]),
 }
 
 
@@ -124,6 +127,21 @@ def expected_sgd(ns: dict[str, Any], p0: float, lr: float, drop_minus: bool,
         "sgd_title_marks": [f"minimising {what}: p goes {path[0]:.3g} -> {path[-1]:.3g}"],
         "sgd_listing_marks": ["p after each step: " + ", ".join(f"{v:.3g}" for v in path)],
     }
+
+
+def expected_masked_sum(ns: dict[str, Any], chosen: list[int]) -> dict[str, list[str]]:
+    """Asked of the model itself, not of the chart's table: sentence_loss for this M, and for
+    each of its positions hidden alone."""
+    if not chosen:
+        return {"masked_sum_total_marks": ["M is empty, so L = 0",
+                                           "a sum with no terms: tick a box to add one"],
+                "masked_sum_bar_labels_marks": []}
+    model, tok, text, sentence_loss = ns["model"], ns["tok"], ns["text"], ns["sentence_loss"]
+    r = sentence_loss(model, tok, text, positions=chosen)
+    alone = sum(sentence_loss(model, tok, text, positions=[i]).loss for i in sorted(chosen))
+    return {"masked_sum_total_marks": [f"L = {r.loss:.3f} over |M| = {len(r.positions)}",
+                                       f"the same positions, each hidden alone, add up to {alone:.3f}"],
+            "masked_sum_bar_labels_marks": [f"{-lp:.3f}" for lp in r.log_probs]}
 
 
 def _as_number(token: str) -> float | str:

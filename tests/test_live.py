@@ -17,8 +17,8 @@ import subprocess
 import pytest
 import torch
 
-from live_reference import (ROOT, expected_masked, expected_p_hill, expected_sgd,
-                            expected_softmax, expected_temperature, load, mismatches)
+from live_reference import (ROOT, expected_masked, expected_masked_sum, expected_p_hill,
+                            expected_sgd, expected_softmax, expected_temperature, load, mismatches)
 from mlm_lib import live
 
 NODE = shutil.which("node")
@@ -118,6 +118,62 @@ def test_sgd_chart_matches_ten_steps():
     assert chart.spec["params"][0]["name"] == "p0"
 
 
+# The chapter's start, the empty M, every position, the "predict first" step (add philosopher),
+# the two pieces of scientist together and apart, and the city with its neighbours.
+MASKED_SUM_SETS = [[4, 7, 8, 12], [], [2, 4, 5, 7, 8, 11, 12, 13], [4, 5, 7, 8, 12], [7, 8], [8],
+                   [11, 12, 13], [2]]
+
+
+def test_masked_sum_chart_adds_what_sentence_loss_gives():
+    ns, chart = load("masked_sum")
+    positions = list(ns["toggleable"])
+    assert [p["name"] for p in chart.spec["params"]] == [f"m{p}" for p in positions]
+    assert [p for p in positions if next(q for q in chart.spec["params"] if q["name"] == f"m{p}")["value"]
+            ] == [4, 7, 8, 12], "the chart starts from the chapter's M"
+    runs = [{f"m{p}": p in m for p in positions} for m in MASKED_SUM_SETS]
+    check_runs(chart, runs, lambda run: expected_masked_sum(ns, [p for p in positions if run[f"m{p}"]]))
+
+
+def test_masked_sum_chart_holds_one_row_per_position():
+    """The data stay small: one row per position that can be ticked, holding its terms in every
+    M by the subset's number; the axis still lists every token."""
+    tokens = ["[CLS]", "a", "b", "c", "[SEP]"]
+    terms = {(1,): [0.5], (3,): [2.0], (1, 3): [1.5, 2.5]}
+    chart = live.masked_sum_terms(tokens, terms, start=(1,))
+    (rows,) = [d["values"] for d in _datasets(chart.spec)]
+    assert [r["i"] for r in rows] == [1, 3]
+    assert rows[0]["terms"] == [None, 0.5, None, 1.5] and rows[1]["terms"] == [None, None, 2.0, 2.5]
+    assert rows[0]["alone"] == 0.5 and rows[1]["alone"] == 2.0
+    assert [f"{i}: {t}" for i, t in enumerate(tokens)] in [
+        e.get("y", {}).get("scale", {}).get("domain") for e in _encodings(chart.spec)]
+    assert live.subset_index([1, 3], [1, 3]) == 3
+    with pytest.raises(ValueError, match="every non-empty subset"):
+        live.masked_sum_terms(tokens, {(1,): [0.5], (3,): [2.0]})
+
+
+def _datasets(spec):
+    found = []
+    if isinstance(spec, dict):
+        if isinstance(spec.get("data"), dict) and "values" in spec["data"]:
+            found.append(spec["data"])
+        for v in spec.get("datasets", {}).values():
+            found.append({"values": v})
+        for k, v in spec.items():
+            if k not in ("data", "datasets"):
+                found += _datasets(v)
+    elif isinstance(spec, list):
+        for v in spec:
+            found += _datasets(v)
+    return found
+
+
+def _encodings(spec):
+    if isinstance(spec, dict):
+        return ([spec["encoding"]] if "encoding" in spec else []) + [
+            e for k, v in spec.items() if k != "encoding" for e in _encodings(v)]
+    return [e for v in spec for e in _encodings(v)] if isinstance(spec, list) else []
+
+
 def test_float_rounding_matches_torch():
     """The chart rounds every float64 result to the dtype as torch stores it: here, the
     rounding expressions run in Python on numbers at and around each format's limits."""
@@ -159,7 +215,8 @@ def test_every_control_is_labelled_in_every_chart():
     charts = [live.p_hill_loss(["a", "b"], [0.0, 1.0], "a"),
               live.masked_sets(["a", "b"], {(0.3, 5): [1]}),
               live.temperature_softmax(["a"], [1.0, 0.0, -1.0], [0], "a"),
-              live.naive_vs_log_softmax([1.0, 0.0]), live.sgd_steps()]
+              live.naive_vs_log_softmax([1.0, 0.0]), live.sgd_steps(),
+              live.masked_sum_terms(["[CLS]", "a", "[SEP]"], {(1,): [0.5]})]
     for chart in charts:
         params = chart.spec["params"]
         assert params and all(p["bind"]["name"].strip() for p in params)

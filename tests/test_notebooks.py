@@ -57,7 +57,7 @@ def check(nb: nbformat.NotebookNode, path: Path) -> list[str]:
             problems.append(f"{name}: executed against {rel}, which no longer exists; {FIX.format(name)}")
         elif execute_notebooks.sha256_bytes(file.read_bytes()) != digest:
             problems.append(f"{name}: older than {rel}, which changed since; {FIX.format(name)}")
-    for asset in execute_notebooks.asset_files():
+    for asset in execute_notebooks.asset_files(path):
         rel = asset.relative_to(ROOT).as_posix()
         if rel not in stamp["library_sha256"]:
             problems.append(f"{name}: executed before {rel} existed; {FIX.format(name)}")
@@ -92,6 +92,14 @@ def test_the_check_catches_each_kind_of_staleness(tmp_path):
         lib = nb.metadata[execute_notebooks.STAMP_KEY]["executed"]["library_sha256"]
         lib[next(k for k in lib if k.endswith(".py"))] = "0" * 64
     assert "older than mlm_lib/" in fault(older_library)
+
+    own_items = f"mlm_lib/assets/recall/{path.stem}.yml"
+    def older_items(nb):
+        nb.metadata[execute_notebooks.STAMP_KEY]["executed"]["library_sha256"][own_items] = "0" * 64
+    assert f"older than {own_items}" in fault(older_items)
+    # Another chapter's items and the gym's are not what this chapter renders.
+    stamped = good.metadata[execute_notebooks.STAMP_KEY]["executed"]["library_sha256"]
+    assert "mlm_lib/assets/recall/gym.yml" not in stamped and own_items in stamped
 
     def no_widget_state(nb):
         nb.metadata.pop("widgets", None)

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from live_reference import (expected_masked, expected_p_hill, expected_sgd, expected_softmax,
-                            expected_temperature, load, mismatches)
+from live_reference import (expected_masked, expected_masked_sum, expected_p_hill, expected_sgd,
+                            expected_softmax, expected_temperature, load, mismatches)
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = Path(os.environ.get("BOOK_BUILD_DIR") or ROOT / "_build")
@@ -87,16 +87,21 @@ def open_chart(server, browser):
     assert not errors, errors
 
 
-def shown_texts(page, marks) -> dict[str, list[str]]:
-    return {mark: page.eval_on_selector_all(f".live-chart g.{mark} text", "es => es.map(e => e.textContent)")
-            for mark in marks}
+def shown_texts(page, marks, top_down: bool = False) -> dict[str, list[str]]:
+    """The texts of each named mark, in the order of its items, or from the top of the chart
+    down (items that enter as a control changes are drawn after the others, wherever they sit)."""
+    read = ("es => es.map(e => [e.getBoundingClientRect().top, e.textContent])"
+            ".sort((a, b) => a[0] - b[0]).map(p => p[1])" if top_down
+            else "es => es.map(e => e.textContent)")
+    return {mark: page.eval_on_selector_all(f".live-chart g.{mark} text", read) for mark in marks}
 
 
-def agree(page, expected: dict[str, list[str]], timeout_s: float = 10.0) -> None:
+def agree(page, expected: dict[str, list[str]], timeout_s: float = 10.0, top_down: bool = False
+          ) -> None:
     """Wait for the chart to redraw, then compare every named mark with Python's text."""
     deadline = time.time() + timeout_s
     while True:
-        problems = mismatches(shown_texts(page, expected), expected)
+        problems = mismatches(shown_texts(page, expected, top_down), expected)
         if not problems or time.time() > deadline:
             break
         page.wait_for_timeout(100)
@@ -165,7 +170,24 @@ def test_sgd_chart(open_chart):
     assert all(labels_of_controls(page))
 
 
-KERNEL_ONLY = ["01_words_and_symbols", "05_masked_only_sum", "06_corrupting_the_input", "07_inside_bert",
+def test_masked_sum_chart(open_chart):
+    ns, _ = load("masked_sum")
+    page = open_chart("05_masked_only_sum")
+    agree(page, expected_masked_sum(ns, [4, 7, 8, 12]), top_down=True)
+    chosen = {4, 7, 8, 12}
+    # a reader's clicks: the "predict first" step, then emptying M, then two neighbours
+    for clicks in ([5], [4, 5, 7, 8, 12], [12, 13]):
+        for p in clicks:
+            box = page.locator(f'.live-chart input[name="m{p}"]')
+            box.click()
+            chosen ^= {p}
+            assert box.is_checked() == (p in chosen)
+        agree(page, expected_masked_sum(ns, sorted(chosen)), top_down=True)
+    labels = labels_of_controls(page)
+    assert labels[:3] == ["2: was", "4: greek", "5: philosopher"] and all(labels), labels
+
+
+KERNEL_ONLY = ["01_words_and_symbols", "06_corrupting_the_input", "07_inside_bert",
                "08_both_directions", "09_wordpiece", "10_pretraining",
                "11_next_sentence_prediction", "12_fine_tuning"]
 
