@@ -120,7 +120,17 @@ def _write(directory: Path, name: str, items: dict) -> Path:
 
 def test_there_is_one_data_file_per_chapter_and_one_for_the_gym():
     files = sorted(p.name for p in recall.ITEMS_DIR.glob("*.yml"))
-    assert files == sorted([nb.with_suffix(".yml").name for nb in NOTEBOOKS] + ["gym.yml"])
+    assert files == sorted([nb.with_suffix(".yml").name for nb in NOTEBOOKS] + ["gym.yml", "pages.yml"])
+
+
+def test_prose_pages_show_items_by_id_only():
+    """A prose page names its items (```{recall} I1```); their text lives in pages.yml, never in the
+    page's source, where it would sit in plain view of anyone reading the Markdown."""
+    pages = sorted((ROOT / "book").glob("*.md"))
+    inline = [p.name for p in pages if re.search(r"```\{recall\}[^\n]*\n(?!```)", p.read_text())]
+    assert not inline, f"recall items written inline in {inline}: move them to pages.yml"
+    shown = {m for p in pages for m in re.findall(r"```\{recall\} (\S+)", p.read_text())}
+    assert shown == {i.id for i in ITEMS.values() if i.file == "pages.yml"}
 
 
 @pytest.mark.parametrize("item_id", sorted(ITEMS))
@@ -346,7 +356,7 @@ def test_anki_deck_has_one_note_per_item_with_three_fields():
     assert len(rows) == len(ITEMS)
     assert all(len(r) == 3 and r[0] and r[1] for r in rows)
     tags = [set(r[2].split()) for r in rows]
-    assert all(any(re.fullmatch(r"chapter-\d\d", t) for t in ts) for ts in tags)
+    assert all(any(re.fullmatch(r"chapter-\d\d|pages", t) for t in ts) for ts in tags)
     assert all(ts & set(recall.KINDS) for ts in tags)
 
 

@@ -36,7 +36,7 @@ OWN_ID = re.compile(r"([PNBQ])(\d+)\.(\d+)")
 
 
 def _chapter_items() -> list[recall.Item]:
-    return [i for i in ITEMS.values() if i.file != "gym.yml"]
+    return [i for i in ITEMS.values() if i.file not in ("gym.yml", "pages.yml")]
 
 
 def true_share(items: list[recall.Item]) -> float:

@@ -73,6 +73,8 @@ def _text(value: str, values: dict[str, str]) -> str:
 def _chapter_tag(item: recall.Item, coverage: dict) -> str | None:
     if re.match(r"\d\d_", item.file):
         return f"chapter-{item.file[:2]}"
+    if item.file == "pages.yml":          # the prose pages (the introduction), no chapter
+        return "pages"
     row = coverage.get(item.id.split(".")[0])
     if row:
         return f"chapter-{Path(row['chapter']).name[:2]}"
