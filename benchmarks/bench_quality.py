@@ -11,7 +11,7 @@ Why these settings (the pretraining chapter's terms). A fresh BERT first learns 
 distribution and then sits on that plateau (held-out loss near the unigram entropy, 6.73 nats
 over the training pieces) until its attention finds the neighbouring words; in a 5-minute
 budget the whole game is leaving the plateau early. Single runs (one seed each; the seeded
-comparison is ``python -m mlm_lib.experiments recipe``) of 240 s on one thread, same data, one
+comparison is ``python -m mlm_lib.book.experiments recipe``) of 240 s on one thread, same data, one
 change at a time:
 - BERT's recipe scaled down (2 x 128, sequences of 64, batch 64, lr 2e-3, NSP): 1.10x; a 10-minute
   run of the same reached only 1.45x. The model is fine (it matches transformers step for step);

@@ -1,8 +1,8 @@
 """Train the book's WordPiece vocabulary and report how long it took.
 
-    python benchmarks/train_vocab.py --out mlm_lib/assets/wiki-vocab-8000.txt
+    python benchmarks/train_vocab.py --out mlm_lib/book/assets/wiki-vocab-8000.txt
 
-reproduces the committed ``mlm_lib/assets/wiki-vocab-8000.txt``: 8,000 lowercase pieces trained
+reproduces the committed ``mlm_lib/book/assets/wiki-vocab-8000.txt``: 8,000 lowercase pieces trained
 on the training split (``train_valid_split(load_wikipedia(), 0.05, seed=0)``) of the embedded
 Wikipedia excerpt. Last line: the training time.
 """

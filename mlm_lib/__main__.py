@@ -22,7 +22,7 @@ import torch
 import torch.distributed as dist
 
 from mlm_lib.batches import masked_batches
-from mlm_lib.book_model import BOOK_MODEL_DIR, BOOK_RECIPE, BOOK_RECIPE_32
+from mlm_lib.book.book_model import BOOK_MODEL_DIR, BOOK_RECIPE, BOOK_RECIPE_32
 from mlm_lib.checkpoint import load_checkpoint, save_checkpoint
 from mlm_lib.device import init_distributed, resolve_device
 from mlm_lib.inference import fill_mask, load_model

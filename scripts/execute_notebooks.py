@@ -51,8 +51,8 @@ def code_hash(nb: nbformat.NotebookNode) -> str:
 def asset_files(chapter: Path) -> list[Path]:
     """The library's assets a chapter's outputs can depend on: all of them, except the recall items
     of other chapters and of the gym (a chapter renders only its own, from recall/<chapter>.yml)."""
-    recall = LIBRARY / "assets" / "recall"
-    return sorted(p for p in (LIBRARY / "assets").rglob("*") if p.is_file()
+    recall = LIBRARY / "book" / "assets" / "recall"
+    return sorted(p for p in (LIBRARY / "book" / "assets").rglob("*") if p.is_file()
                   and (p.parent != recall or p.stem == chapter.stem))
 
 

@@ -1,6 +1,6 @@
 """What the live charts of chapters 0-5 must show, computed by the chapters' own Python.
 
-The charts (``mlm_lib/live.py``) redo a chapter's formula in the browser. Both tests of them,
+The charts (``mlm_lib/book/live.py``) redo a chapter's formula in the browser. Both tests of them,
 ``test_live.py`` (the chart's arithmetic evaluated by Vega under Node.js) and ``test_site_live.py``
 (the built site in a browser), compare what a chart shows against the numbers computed here, by
 the functions the chapter itself defines (``with_p_hill``, ``with_temperature``,

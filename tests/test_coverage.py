@@ -1,6 +1,6 @@
 """Every item of the question bank has a home: a chapter section that teaches it, a cell that
 demonstrates it (where it is a claim about behaviour), a recall widget in its chapter, and one in
-the gym. The table is data: book/coverage.yml; the items are data too (mlm_lib/assets/recall/*.yml),
+the gym. The table is data: book/coverage.yml; the items are data too (mlm_lib/book/assets/recall/*.yml),
 and the gym page is generated from both by its ``{recall-gym}`` blocks."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from mlm_lib.recall import load_items, recall
+from mlm_lib.book.recall import load_items, recall
 
 yaml = pytest.importorskip("yaml")
 
@@ -143,7 +143,7 @@ def test_item_has_a_home(item):
     # its id) ...
     data = load_items().get(item)
     assert data and data.file == Path(chapter).with_suffix(".yml").name, \
-        f"{item}: not an item of {Path(chapter).with_suffix('.yml').name} in mlm_lib/assets/recall"
+        f"{item}: not an item of {Path(chapter).with_suffix('.yml').name} in mlm_lib/book/assets/recall"
     assert item in _recall_items_in_outputs(nb), f"{item}: no recall widget with item={item!r} in {chapter}"
     # ... and in the gym, which links back to the chapter's section
     assert item in _gym_ids(), f"{item}: not asked in the gym"

@@ -56,7 +56,7 @@ CFG = dict(preset="tiny", model={"hidden_size": 32, "num_attention_heads": 2, "i
 def make_data():
     from mlm_lib.corpus import documents_from_text
     from mlm_lib.pretraining import create_pretraining_examples
-    from mlm_lib.tokenizer import book_tokenizer
+    from mlm_lib.book.book_model import book_tokenizer
 
     text = "\n\n".join(
         " ".join(f"the {a} of the {b} met the {c} in {1000 + 7 * i + j}." for j in range(6))

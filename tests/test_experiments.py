@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from mlm_lib.batches import masked_batches
-from mlm_lib.experiments import (generate_left_to_right, plot_attention, position_similarity,
+from mlm_lib.book.experiments import (generate_left_to_right, plot_attention, position_similarity,
                                  score, token_windows, train_next_token, train_micro)
 from mlm_lib.masking import Corruption
 from mlm_lib.model import BertConfig, BertForPreTraining, attention_bias
 from mlm_lib.pretraining import PreparedData, PretrainingExample
-from mlm_lib.tokenizer import book_tokenizer
+from mlm_lib.book.book_model import book_tokenizer
 
 torch.set_num_threads(2)
 

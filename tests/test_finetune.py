@@ -9,7 +9,7 @@ from mlm_lib.corpus import Document
 from mlm_lib.finetune import (BertClassifier, FinetuneConfig, LabelledSet, article_task,
                               evaluate_classifier, finetune, head_parameters, predict)
 from mlm_lib.model import BertConfig, BertForPreTraining
-from mlm_lib.tokenizer import book_tokenizer
+from mlm_lib.book.book_model import book_tokenizer
 
 torch.set_num_threads(2)
 

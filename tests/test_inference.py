@@ -10,7 +10,7 @@ import torch
 from mlm_lib.checkpoint import save_checkpoint
 from mlm_lib.inference import attention_probs, fill_mask, hidden_states, load_model, sentence_loss
 from mlm_lib.model import BertConfig, BertForPreTraining
-from mlm_lib.tokenizer import book_tokenizer
+from mlm_lib.book.book_model import book_tokenizer
 
 torch.set_num_threads(2)
 

@@ -7,7 +7,7 @@ import time
 import torch
 
 from mlm_lib.batches import masked_batches
-from mlm_lib.book_model import (BOOK_MODEL_DIR, BOOK_RECIPE_32, book_model, book_model_tokenizer,
+from mlm_lib.book.book_model import (BOOK_MODEL_DIR, BOOK_RECIPE_32, book_model, book_model_tokenizer,
                                 book_train_config)
 from mlm_lib.checkpoint import load_checkpoint
 from mlm_lib.pretraining import fit_baselines, prepare_data

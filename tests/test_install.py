@@ -40,11 +40,11 @@ import mlm_lib
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-# Needed by the library and shipped with it (mlm_lib/assets); tests/test_package_data.py checks the
+# Needed by the library and shipped with it (mlm_lib/book/assets); tests/test_package_data.py checks the
 # patterns, this the built files.
-ASSETS = ["mlm_lib/assets/wiki-vocab-8000.txt", "mlm_lib/assets/book-model/model.safetensors",
-          "mlm_lib/assets/book-model/checkpoint.json", "mlm_lib/assets/book-model/vocab.txt"]
-ASSET_FOLDERS = ["mlm_lib/assets/results/", "mlm_lib/assets/recall/"]
+ASSETS = ["mlm_lib/book/assets/wiki-vocab-8000.txt", "mlm_lib/book/assets/book-model/model.safetensors",
+          "mlm_lib/book/assets/book-model/checkpoint.json", "mlm_lib/book/assets/book-model/vocab.txt"]
+ASSET_FOLDERS = ["mlm_lib/book/assets/results/", "mlm_lib/book/assets/recall/"]
 TEST_ONLY = ["pytest", "nbval", "hypothesis", "playwright", "transformers", "jupyter-book", "build"]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # The fresh environment of the chapter run: the notebook stack of a Colab or Binder kernel, no mlm_lib.

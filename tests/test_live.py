@@ -1,6 +1,6 @@
 """The live charts' arithmetic against the chapters' own Python, without a browser.
 
-Each chart of ``mlm_lib/live.py`` is compiled and run by the same Vega and Vega-Lite the site
+Each chart of ``mlm_lib/book/live.py`` is compiled and run by the same Vega and Vega-Lite the site
 serves (from ``node_modules``, under Node.js, no rendering), with its controls set to several
 positions; every number its named text marks show must be what the chapter's function prints
 (``live_reference.py``). Plain-Python checks cover the exact identity behind the temperature
@@ -19,7 +19,7 @@ import torch
 
 from live_reference import (ROOT, expected_masked, expected_masked_sum, expected_p_hill,
                             expected_sgd, expected_softmax, expected_temperature, load, mismatches)
-from mlm_lib import live
+from mlm_lib.book import live
 
 NODE = shutil.which("node")
 # Compile the spec, set the signals of each run, run the dataflow, report every named text mark.
@@ -187,7 +187,7 @@ def test_float_rounding_matches_torch():
 
 
 def _round_in_python(v: float, dtype: str) -> float:
-    """mlm_lib.live.round_to_dtype's expressions, translated to Python one for one."""
+    """mlm_lib.book.live.round_to_dtype's expressions, translated to Python one for one."""
     f = live.FLOAT_FORMATS[dtype]
     if not math.isfinite(v) or v == 0:
         return v
@@ -246,7 +246,7 @@ def test_kernel_only_controls_sit_under_the_note(path):
 
 def test_kernel_controls_text_is_a_hint():
     from IPython.core.interactiveshell import InteractiveShell
-    from mlm_lib.viz import RUN_HINT, kernel_controls, show_controls
+    from mlm_lib.book.viz import RUN_HINT, kernel_controls, show_controls
 
     shell = InteractiveShell.instance()
     shown = []

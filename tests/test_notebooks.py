@@ -93,13 +93,13 @@ def test_the_check_catches_each_kind_of_staleness(tmp_path):
         lib[next(k for k in lib if k.endswith(".py"))] = "0" * 64
     assert "older than mlm_lib/" in fault(older_library)
 
-    own_items = f"mlm_lib/assets/recall/{path.stem}.yml"
+    own_items = f"mlm_lib/book/assets/recall/{path.stem}.yml"
     def older_items(nb):
         nb.metadata[execute_notebooks.STAMP_KEY]["executed"]["library_sha256"][own_items] = "0" * 64
     assert f"older than {own_items}" in fault(older_items)
     # Another chapter's items and the gym's are not what this chapter renders.
     stamped = good.metadata[execute_notebooks.STAMP_KEY]["executed"]["library_sha256"]
-    assert "mlm_lib/assets/recall/gym.yml" not in stamped and own_items in stamped
+    assert "mlm_lib/book/assets/recall/gym.yml" not in stamped and own_items in stamped
 
     def no_widget_state(nb):
         nb.metadata.pop("widgets", None)

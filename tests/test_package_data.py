@@ -1,5 +1,5 @@
 """The installed package carries every asset the library loads: the book's vocabulary, its model
-and the experiments' results files. A file under ``mlm_lib/assets`` that no package-data pattern
+and the experiments' results files. A file under ``mlm_lib/book/assets`` that no package-data pattern
 in pyproject.toml matches would be missing from the wheel, and ``load_results`` or ``book_model``
 would fail outside the repository."""
 
@@ -13,12 +13,12 @@ import pytest
 tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "mlm_lib"
+PACKAGE = ROOT / "mlm_lib" / "book"
 
 
 def _patterns() -> list[str]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    return config["tool"]["setuptools"]["package-data"]["mlm_lib"]
+    return config["tool"]["setuptools"]["package-data"]["mlm_lib.book"]
 
 
 def unshipped(files: list[str], patterns: list[str]) -> list[str]:

@@ -10,7 +10,8 @@ import torch
 
 from mlm_lib.corpus import Document, load_wikipedia
 from mlm_lib.pretraining import PretrainingExample, collate, create_pretraining_examples, truncate_seq_pair
-from mlm_lib.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer, book_tokenizer
+from mlm_lib.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+from mlm_lib.book.book_model import book_tokenizer
 
 N_DOCS, N_SENTS = 12, 30
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from mlm_lib.results import load_results
+from mlm_lib.book.results import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mlm_lib import recall
-from mlm_lib.recall import multiple_choice, reveal, spot_the_error, true_or_false
+from mlm_lib.book import recall
+from mlm_lib.book.recall import multiple_choice, reveal, spot_the_error, true_or_false
 
 yaml = pytest.importorskip("yaml")
 
@@ -99,7 +99,7 @@ def test_emphasis_and_code_do_not_leak_into_each_other():
     assert "<code>a*b*c</code>" in out and "2 * 3 * 4" in out
 
 
-# --- items as data: mlm_lib/assets/recall/*.yml ------------------------------------------------
+# --- items as data: mlm_lib/book/assets/recall/*.yml ------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mlm_lib import recall
+from mlm_lib.book import recall
 
 pytest.importorskip("yaml")
 

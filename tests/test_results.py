@@ -13,8 +13,8 @@ import json
 import pytest
 import torch
 
-from mlm_lib.experiments import EXPERIMENTS, main
-from mlm_lib.results import (FORMAT, RESULTS_DIR, Results, Run, load_results, provenance,
+from mlm_lib.book.experiments import EXPERIMENTS, main
+from mlm_lib.book.results import (FORMAT, RESULTS_DIR, Results, Run, load_results, provenance,
                              save_results, summary_table)
 
 PROVENANCE_KEYS = {"command", "mlm_lib_version", "git_commit", "date", "threads", "wall_s"}
@@ -24,7 +24,7 @@ def _toy() -> Results:
     runs = [Run(arm, seed, {"acc": base + 0.01 * seed}, 1.0)
             for arm, base in (("a", 0.20), ("b", 0.25)) for seed in range(3)]
     return Results("toy", "does b beat a?", ["a", "b"], [0, 1, 2], {"steps": 10}, runs,
-                   provenance("python -m mlm_lib.experiments toy --seeds 3", 3.0))
+                   provenance("python -m mlm_lib.book.experiments toy --seeds 3", 3.0))
 
 
 def test_round_trip_and_summaries(tmp_path):
@@ -42,7 +42,7 @@ def test_round_trip_and_summaries(tmp_path):
 
 
 def test_clear_errors(tmp_path):
-    with pytest.raises(FileNotFoundError, match="python -m mlm_lib.experiments nothing"):
+    with pytest.raises(FileNotFoundError, match="python -m mlm_lib.book.experiments nothing"):
         load_results("nothing", tmp_path)
     (tmp_path / "old.json").write_text(json.dumps({"format": "something else"}))
     with pytest.raises(ValueError, match=FORMAT):
@@ -76,7 +76,7 @@ def test_results_file_is_complete(path):
     assert {(r.arm, r.seed) for r in results.runs} == {
         (a, s) for a in results.arms for s in results.seeds}
     assert PROVENANCE_KEYS <= set(results.provenance)
-    assert results.provenance["command"].startswith(f"python -m mlm_lib.experiments {path.stem}")
+    assert results.provenance["command"].startswith(f"python -m mlm_lib.book.experiments {path.stem}")
     assert "uncommitted" not in results.provenance["git_commit"]
 
 

@@ -12,7 +12,7 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import aria_fixes  # noqa: E402
 import progress_items  # noqa: E402
 
-from mlm_lib import recall  # noqa: E402
+from mlm_lib.book import recall  # noqa: E402
 
 
 def test_page_items_lists_every_widget_in_order():

@@ -1,7 +1,7 @@
 """The live formula charts on the built site, moved in a real browser (Debian's chromium).
 
 Run after ``make book``, like ``test_site.py`` (it honours ``BOOK_BUILD_DIR`` too). On each page
-with a live chart (``mlm_lib/live.py``), the test sets the chart's controls as a reader would
+with a live chart (``mlm_lib/book/live.py``), the test sets the chart's controls as a reader would
 (``fill`` on a slider, ``select_option`` on a menu, ``check`` on a box), reads the numbers the
 chart then shows (text in its SVG) and compares them with what the chapter's own Python function
 prints for the same settings (``live_reference.py``). Every control must have a visible label.

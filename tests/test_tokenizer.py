@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from mlm_lib.corpus import load_lee, load_wikipedia
 from mlm_lib.files import sha256_file
-from mlm_lib.tokenizer import (ASSETS, BOOK_VOCAB, SPECIAL_TOKENS, BasicTokenizer, WordPieceTokenizer,
-                               bert_base_uncased_vocab, book_tokenizer, checkpoint_tokenizer,
-                               train_wordpiece)
+from mlm_lib.book.book_model import ASSETS, BOOK_VOCAB, bert_base_uncased_vocab, book_tokenizer
+from mlm_lib.tokenizer import (BasicTokenizer, SPECIAL_TOKENS, WordPieceTokenizer,
+                               checkpoint_tokenizer, train_wordpiece)
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -11,7 +11,7 @@ import torch
 from mlm_lib.checkpoint import latest_checkpoint, load_checkpoint
 from mlm_lib.corpus import documents_from_text
 from mlm_lib.pretraining import create_pretraining_examples
-from mlm_lib.tokenizer import book_tokenizer
+from mlm_lib.book.book_model import book_tokenizer
 from mlm_lib.batches import BatchStream, masked_batches
 from mlm_lib.checkpoint import save_checkpoint
 from mlm_lib.init import POSITIONS_KEY, build_model

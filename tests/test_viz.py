@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
-from mlm_lib.viz import (REFERENCE_COLOR, REST_LABEL, TRUE_COLOR, corrupt, position_bars,  # noqa: E402
+from mlm_lib.book.viz import (REFERENCE_COLOR, REST_LABEL, TRUE_COLOR, corrupt, position_bars,  # noqa: E402
                          prob_bars, text_table, token_table)
 
 

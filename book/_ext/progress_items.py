@@ -4,7 +4,7 @@ The progress page (``book/progress.md``) counts, chapter by chapter, how many of
 widgets the reader has answered. The answers live in the reader's browser (``recall-score.js``);
 the list of widgets is made here, once the site is built: every page is read back in the order of
 the table of contents, and each recall widget found in it (``<div class="recall" data-recall=...
-data-item=...>``, the markup :mod:`mlm_lib.recall` writes) becomes one entry::
+data-item=...>``, the markup :mod:`mlm_lib.book.recall` writes) becomes one entry::
 
     {"id": "TF9", "chapter": "8. Both directions", "url": "notebooks/08_both_directions.html",
      "kind": "tf"}

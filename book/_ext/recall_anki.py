@@ -2,7 +2,7 @@
 
 A reader who wants the items back in a week, and again in a month, imports this file into Anki
 (*File > Import*): one note per item, front and back in HTML, tagged with its chapter and kind.
-It is written from the same data as the widgets (``mlm_lib/assets/recall/*.yml``) when the build
+It is written from the same data as the widgets (``mlm_lib/book/assets/recall/*.yml``) when the build
 finishes, so it never disagrees with the site; the gym links to it.
 
 The format is Anki's plain-text import: header lines naming the separator, that fields are HTML
@@ -21,7 +21,7 @@ import json
 import re
 from pathlib import Path
 
-from mlm_lib import recall
+from mlm_lib.book import recall
 
 OUTPUT = "recall-anki.txt"
 HEADER = ("#separator:tab", "#html:true", "#tags column:3")

@@ -1,6 +1,6 @@
 """Recall widgets on prose pages and the gym, from the same data as the chapters.
 
-Every item is written once, in ``mlm_lib/assets/recall/*.yml`` (see :mod:`mlm_lib.recall`).
+Every item is written once, in ``mlm_lib/book/assets/recall/*.yml`` (see :mod:`mlm_lib.book.recall`).
 
 ``{recall}`` shows one item by its id::
 
@@ -19,7 +19,7 @@ with ``:answer:``, ``spot-the-error``; two parts separated by a ``---`` line)::
 ``{recall-gym}`` writes the gym: for each bank id of its content (one per line) the gym's own
 wording of the item (``<id>.gym``) or, where the gym has none, the chapter's item, then a link to
 the chapter section that demonstrates it, taken from ``book/coverage.yml``. The HTML comes from
-:mod:`mlm_lib.recall`, so a widget looks and behaves the same on a page and in a notebook.
+:mod:`mlm_lib.book.recall`, so a widget looks and behaves the same on a page and in a notebook.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 from docutils.statemachine import StringList
 
-from mlm_lib import recall
+from mlm_lib.book import recall
 
 ROOT = Path(__file__).resolve().parents[2]
 COVERAGE = ROOT / "book" / "coverage.yml"

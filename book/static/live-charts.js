@@ -1,4 +1,4 @@
-// Site only. Draws the book's live formula charts (mlm_lib/live.py): each chart is a <div> followed
+// Site only. Draws the book's live formula charts (mlm_lib/book/live.py): each chart is a <div> followed
 // by its Vega-Lite specification as inert JSON; this script hands every one on the page to
 // vega-embed, which the site serves itself (_static/vega/, copied from npm by the Makefile), so
 // the charts compute in the reader's browser and work offline. SVG output keeps every number on

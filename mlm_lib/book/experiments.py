@@ -40,7 +40,7 @@ from mlm_lib.masking import BERT_CORRUPTION, EVAL_CORRUPTION, Corruption
 from mlm_lib.model import BertForPreTraining, attention_bias
 from mlm_lib.optim import build_optimizer
 from mlm_lib.pretraining import PreparedData, PretrainingExample, prepare_data
-from mlm_lib.results import RESULTS_DIR, Results, Run, git_commit, provenance, save_results
+from mlm_lib.book.results import RESULTS_DIR, Results, Run, git_commit, provenance, save_results
 from mlm_lib.train import TrainConfig, evaluate_mlm, train
 
 # The chapters' model: preset "micro" (2 layers, hidden 64, 2 heads) without dropout, so that a
@@ -274,9 +274,9 @@ def plot_attention(ax: Any, attention: torch.Tensor, tokens: Sequence[str], titl
 # ---------------------------------------------------------------- multi-seed experiments
 # A conclusion drawn from one seed can be noise. These experiments run every arm (the one setting
 # that differs) with several seeds, from the command line, and write a results file (see
-# :mod:`mlm_lib.results`) that the chapters load and summarise with 95% intervals:
+# :mod:`mlm_lib.book.results`) that the chapters load and summarise with 95% intervals:
 #
-#     python -m mlm_lib.experiments corruption --seeds 5
+#     python -m mlm_lib.book.experiments corruption --seeds 5
 
 Metrics = dict[str, float]
 
@@ -328,7 +328,7 @@ def _continue_book_model(corruption: Corruption, seed: int, pairs: bool = False,
                          nsp: bool = False) -> MicroRun:
     """Continue the book's model for CONTINUE's steps. ``pairs``: on [CLS] A [SEP] B [SEP] pairs
     instead of single segments; ``nsp``: with the NSP loss added to the MLM loss."""
-    from mlm_lib.book_model import book_model  # the book's model loads its own checkpoint
+    from mlm_lib.book.book_model import book_model  # the book's model loads its own checkpoint
 
     model = book_model()
     data = chapter_data(model.config.max_position_embeddings, nsp=pairs)
@@ -358,7 +358,7 @@ def _run_nsp(arm: str, seed: int) -> Metrics:
 
 
 def _run_recipe(arm: str, seed: int) -> Metrics:
-    from mlm_lib.book_model import BOOK_RECIPE_32
+    from mlm_lib.book.book_model import BOOK_RECIPE_32
 
     change = dict(RECIPE_ARMS[arm])
     model_change = change.pop("model", {})
@@ -411,7 +411,7 @@ def run_experiment(experiment: Experiment, seeds: Sequence[int], command: str,
                    arms: Sequence[str] | None = None, jobs: int = 1,
                    log: Callable[[str], None] = print) -> Results:
     """Run every arm with every seed, ``jobs`` runs at a time in separate processes (each with
-    the current number of torch threads); returns the :class:`~mlm_lib.results.Results`."""
+    the current number of torch threads); returns the :class:`~mlm_lib.book.results.Results`."""
     start, commit = time.perf_counter(), git_commit()
     arms = list(arms or experiment.arms)
     todo = [(arm, seed) for arm in arms for seed in seeds]
@@ -431,7 +431,7 @@ def run_experiment(experiment: Experiment, seeds: Sequence[int], command: str,
 
 
 def main(argv: Sequence[str] | None = None) -> Path:
-    parser = argparse.ArgumentParser(prog="python -m mlm_lib.experiments",
+    parser = argparse.ArgumentParser(prog="python -m mlm_lib.book.experiments",
                                      description="Run a multi-seed experiment and write its "
                                                  "results file.")
     parser.add_argument("experiment", choices=sorted(EXPERIMENTS))
@@ -447,7 +447,7 @@ def main(argv: Sequence[str] | None = None) -> Path:
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     torch.set_num_threads(args.threads)
-    command = "python -m mlm_lib.experiments " + " ".join(argv if argv is not None
+    command = "python -m mlm_lib.book.experiments " + " ".join(argv if argv is not None
                                                           else sys.argv[1:])
     results = run_experiment(EXPERIMENTS[args.experiment], range(args.seeds), command.strip(),
                              jobs=args.jobs)

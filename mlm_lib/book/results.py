@@ -1,8 +1,8 @@
 """Results files: experiments too long for a chapter, run once by a documented command, kept.
 
 A chapter must execute in about two minutes on two CPU cores; a comparison worth a conclusion
-needs several seeds. So the multi-seed experiments of :mod:`mlm_lib.experiments` run from the
-command line (``python -m mlm_lib.experiments corruption --seeds 5``) and write one JSON file
+needs several seeds. So the multi-seed experiments of :mod:`mlm_lib.book.experiments` run from the
+command line (``python -m mlm_lib.book.experiments corruption --seeds 5``) and write one JSON file
 each into :data:`RESULTS_DIR`. The file says how it was made (the command, the library version,
 the git commit, the date, the threads and the wall time) and holds one row per run: the arm (the
 setting that differs), the seed and the metrics. Chapters load it with :func:`load_results` and
@@ -127,7 +127,7 @@ def load_results(experiment: str, directory: str | os.PathLike[str] | None = Non
     path = results_path(experiment, directory)
     if not path.is_file():
         raise FileNotFoundError(f"no results file for {experiment!r} at {path}; make it with "
-                                f"`python -m mlm_lib.experiments {experiment}`")
+                                f"`python -m mlm_lib.book.experiments {experiment}`")
     payload = json.loads(path.read_text())
     if payload.get("format") != FORMAT:
         raise ValueError(f"{path} is not a results file of format {FORMAT} "

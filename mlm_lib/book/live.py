@@ -29,7 +29,7 @@ from typing import Any
 import altair as alt
 from matplotlib.colors import to_hex
 
-from mlm_lib.viz import MODEL_COLOR, REFERENCE_COLOR, REST_LABEL, TRUE_COLOR
+from mlm_lib.book.viz import MODEL_COLOR, REFERENCE_COLOR, REST_LABEL, TRUE_COLOR
 
 VEGALITE_MIME = "application/vnd.vegalite.v5+json"
 # The class the site's script looks for; the JSON specification sits next to the chart's div.
@@ -182,7 +182,7 @@ def masked_sets(tokens: Sequence[str], states: dict[tuple[float, int], Sequence[
     the library's own sampler. ``states`` maps every (rate, seed) the sliders can reach to the
     positions of M that :func:`mlm_lib.masking.mask_tokens` drew for ``tokens`` there (computed
     in Python beforehand); the browser looks the chosen one up and shows the same table as
-    :func:`mlm_lib.viz.token_table`: the rate sets how many positions M takes, the seed which.
+    :func:`mlm_lib.book.viz.token_table`: the rate sets how many positions M takes, the seed which.
     """
     rates = sorted({r for r, _ in states})
     seeds = sorted({s for _, s in states})

@@ -10,7 +10,7 @@ the reveal. Four kinds:
 - :func:`multiple_choice`  a question and options; the reader opens the one they believe, and
                            every option says why it is right or wrong.
 
-Every item of the book is written once, as data: ``mlm_lib/assets/recall/NN_<chapter>.yml`` (one
+Every item of the book is written once, as data: ``mlm_lib/book/assets/recall/NN_<chapter>.yml`` (one
 file per chapter) and ``gym.yml`` (the gym page's own wording), each a mapping from an id to an
 item, and a chapter shows one with ``recall("TF9")``. Why data and not a call in the chapter: the
 chapter's source would otherwise print the answer right above the widget that hides it. The format::
