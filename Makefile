@@ -13,6 +13,8 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 STAMP := $(VENV)/.installed
 VENDOR := book/vendor
+# npm ci's own record of what it installed: the stamp of node_modules.
+NODE_MODULES := node_modules/.package-lock.json
 # Where pip takes torch from: empty for pip's default index (the CUDA build on Linux, the CPU/MPS
 # build on macOS); https://download.pytorch.org/whl/cpu on a CPU-only Linux machine, whose public
 # default is the multi-GB CUDA build (the CI workflows set it). Exported: tests/test_install.py
@@ -45,10 +47,15 @@ $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 
-# MathJax, require.js, the ipywidgets embed manager and Vega (the live charts, drawn by
-# book/static/live-charts.js), from the npm registry (package-lock.json).
-$(VENDOR)/.copied: package.json package-lock.json
+# The npm packages of package.json (package-lock.json): what the site serves, axe-core for the
+# browser tests, and Vega and Vega-Lite, which tests/test_live.py runs under Node.js.
+$(NODE_MODULES): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# MathJax, require.js, the ipywidgets embed manager and Vega (the live charts, drawn by
+# book/static/live-charts.js), copied into the site's sources.
+$(VENDOR)/.copied: $(NODE_MODULES)
 	rm -rf $(VENDOR) && mkdir -p $(VENDOR)
 	cp -r node_modules/mathjax/es5 $(VENDOR)/mathjax
 	cp node_modules/requirejs/require.js $(VENDOR)/
@@ -81,7 +88,7 @@ BROWSER_TESTS := tests/test_site.py tests/test_site_live.py tests/test_jupyterla
 NBVAL := $(BIN)/pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	--nbval-cell-timeout=120 -p no:cacheprovider notebooks -q
 
-test-lib: setup
+test-lib: setup $(NODE_MODULES)
 	$(BIN)/pytest tests $(addprefix --ignore=,$(BROWSER_TESTS)) -q
 
 test-notebooks: setup

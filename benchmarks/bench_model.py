@@ -22,12 +22,12 @@ noisy; alternating single steps and taking medians keeps the comparison fair but
   with dropout, CPU SDPA falls back to its math kernel, so it is close to the explicit path.
 - With 1 thread (less sensitive to the load than 2 threads waiting on each other), medians of
   alternating steps: transformers 292-303 tokens/s, mlm_lib with the above 842-889 (2.9-3.0x).
-- The last layer on the rows of M and [CLS] only (``mlm_lib.fast_paths``; the last layer computes only the rows of M and [CLS]; same logits and
-  gradients): 969 tokens/s in the same run, 3.2x.
+- The last layer on the rows of M and [CLS] only (the training path of ``BertForPreTraining``;
+  same logits and gradients): 969 tokens/s in the same run, 3.2x.
 - With 2 threads at load average ~10, the same code gave only 2.25x: threads that wait on each
   other at every op suffer more in the model with smaller ops. Run it on a quiet machine.
 - Before the next change, on a nearly idle machine: 1,011 against 2,796 tokens/s, 2.77x.
-- The fused loss (``mlm_lib.loss.masked_nll``, used by ``mlm_lib.fast_paths.FastPretraining``): a profile showed the [304, 30522]
+- The fused loss (``mlm_lib.model.masked_nll``, on the training path): a profile showed the [304, 30522]
   scores costing ~40% of a step even after the masked-only gather: the projection, log-softmax,
   NLL's zero-filled gradient, their backward and copies each made a pass over 9.3M floats. The
   fused function computes the scores as [V, |M|] (35% faster for this product on this CPU), takes
@@ -39,6 +39,10 @@ noisy; alternating single steps and taking medians keeps the comparison fair but
   benchmark. Same run, alternating: transformers 1,545-1,613 tokens/s, mlm_lib's training path
   4,880-5,237 (3.13-3.25x, against 3.03-3.20x for 0.1 measured the same way), the plain path
   (masked-only logits, no shortcuts) 3,902-4,202 (2.49-2.60x).
+- The two shortcuts went back into the model as its training path (``BertForPreTraining.forward``
+  with ``targets``; the plain path is the same ``forward`` without them). Old against new training
+  path, same weights, alternating steps, CPU time, 2 threads at load average ~11: medians
+  3.93 against 3.88 s per step (1.01x; another run 0.95x), the same speed within the noise.
 - Not done: the tied embedding's gradient is still a dense [V, H] zero-fill plus an add (about
   3% of a step); a sparse embedding gradient would remove it but breaks optimizers when the
   decoder is not used (fine-tuning).
@@ -57,7 +61,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from mlm_lib.fast_paths import FastPretraining  # noqa: E402
 from mlm_lib.hf import load_hf_bert  # noqa: E402
 from mlm_lib.loss import mlm_loss, nsp_loss  # noqa: E402
 from mlm_lib.masking import IGNORE_INDEX  # noqa: E402
@@ -109,12 +112,11 @@ def main() -> None:
                   next_sentence_label=1 - batch["is_next"]).loss
 
     targets = batch["labels"][masked]
-    fast = FastPretraining(ours)
     plain = copy.deepcopy(ours)
 
-    def our_loss() -> torch.Tensor:  # the training path: mlm_lib.fast_paths
-        out = fast(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"], masked,
-                   targets)
+    def our_loss() -> torch.Tensor:  # the training path: forward with targets
+        out = ours(batch["input_ids"], batch["token_type_ids"], batch["attention_mask"],
+                   masked_positions=masked, targets=targets)
         return out.mlm_nll.mean() + nsp_loss(out.nsp_logits, batch["is_next"])
 
     def plain_loss() -> torch.Tensor:  # the plain path the chapters print

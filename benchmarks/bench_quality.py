@@ -47,11 +47,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
+from mlm_lib.baselines import fit_baselines  # noqa: E402
 from mlm_lib.batches import masked_batches  # noqa: E402
 from mlm_lib.init import build_model  # noqa: E402
 from mlm_lib.masking import Corruption  # noqa: E402
+from mlm_lib.book.book_model import book_tokenizer  # noqa: E402
 from mlm_lib.model import count_parameters  # noqa: E402
-from mlm_lib.pretraining import fit_baselines, prepare_data  # noqa: E402
+from mlm_lib.pretraining import prepare_data  # noqa: E402
 from mlm_lib.train import TrainConfig, evaluate_mlm, train  # noqa: E402
 
 BENCH = dict(preset="tiny", model={"hidden_size": 128, "num_attention_heads": 2,
@@ -64,7 +66,7 @@ BENCH = dict(preset="tiny", model={"hidden_size": 128, "num_attention_heads": 2,
              eval_every=0, seed=0, device="cpu", amp=False, threads=2)
 
 
-def main(argv: list[str] | None = None) -> float:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--seconds", type=float, default=300.0, help="training time budget")
     p.add_argument("--threads", type=int, default=2)
@@ -85,8 +87,11 @@ def main(argv: list[str] | None = None) -> float:
     p.add_argument("--beta2", type=float)
     p.add_argument("--wd", type=float)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    a = p.parse_args(argv)
+    return p
 
+
+def _config(a: argparse.Namespace) -> TrainConfig:
+    """BENCH with the command line's changes (an option left out keeps BENCH's value)."""
     cfg = dict(BENCH, model=dict(BENCH["model"]), time_budget_s=a.seconds, threads=a.threads,
                progress=not a.quiet)
     for key, name in (("layers", "num_hidden_layers"), ("heads", "num_attention_heads")):
@@ -95,35 +100,47 @@ def main(argv: list[str] | None = None) -> float:
     if a.hidden:
         cfg["model"].update(hidden_size=a.hidden, intermediate_size=4 * a.hidden)
     for key, name in (("seq", "max_seq_length"), ("batch", "batch_size"), ("lr", "lr"),
-                      ("warmup", "warmup_steps")):
+                      ("warmup", "warmup_steps"), ("nsp", "nsp"), ("beta2", "beta2"),
+                      ("wd", "weight_decay")):
         if getattr(a, key) is not None:
             cfg[name] = getattr(a, key)
-    if a.nsp is not None:
-        cfg["nsp"] = a.nsp
     if a.position_init:
         cfg["position_init"] = a.position_init
     if a.init is not None:
         cfg["model"]["initializer_range"] = a.init
     if a.dropout is not None:
         cfg["model"].update(hidden_dropout_prob=a.dropout, attention_probs_dropout_prob=a.dropout)
-    if a.beta2 is not None:
-        cfg["beta2"] = a.beta2
-    if a.wd is not None:
-        cfg["weight_decay"] = a.wd
     if a.mask_rate is not None or a.mask_prob is not None:
         mask = 0.8 if a.mask_prob is None else a.mask_prob
         rest = (1.0 - mask) / 2
         cfg["corruption"] = Corruption(select=0.15 if a.mask_rate is None else a.mask_rate,
                                        mask=mask, random=rest, keep=1.0 - mask - rest)
-    config = TrainConfig(**cfg)
+    return TrainConfig(**cfg)
+
+
+def _report(res: dict[str, float]) -> float:
+    """Print the model's held-out accuracy beside the baselines'; return it over the unigram's."""
+    uni = res["unigram_acc"]
+    print(f"held-out masked positions: {res['num_masked']}")
+    print(f"unigram baseline:          {uni:.4f}")
+    print(f"left-bigram baseline:      {res['left_bigram_acc']:.4f}")
+    print(f"both-neighbours baseline:  {res['both_neighbours_acc']:.4f}")
+    print(f"model accuracy:            {res['mlm_acc']:.4f}  (held-out loss {res['mlm_loss']:.3f})")
+    ratio = res["mlm_acc"] / max(uni, 1e-12)
+    print(f"accuracy_over_unigram: {ratio:.2f}")
+    return ratio
+
+
+def main(argv: list[str] | None = None) -> float:
+    config = _config(_parser().parse_args(argv))
     torch.set_num_threads(config.threads)
 
     t0 = time.perf_counter()
-    data = prepare_data(config)
+    data = prepare_data(config, "wikipedia", book_tokenizer())
     baselines = fit_baselines(data)
     print(f"data: {len(data.train_examples)} training sequences, {len(data.valid_examples)} held-out "
           f"(prepared in {time.perf_counter() - t0:.1f} s, not counted)", flush=True)
-    model = build_model(config, data.tokenizer.vocab_size)
+    model = build_model(**config.model_options(data.tokenizer.vocab_size))
     n_params = count_parameters(model)
     print(f"model: {config.model} ({n_params / 1e6:.2f} M parameters); config: "
           f"seq {config.max_seq_length}, batch {config.batch_size}, lr {config.lr}, "
@@ -134,16 +151,7 @@ def main(argv: list[str] | None = None) -> float:
           f"(last {last.get('tokens_per_s', 0):.0f} tokens/s)", flush=True)
 
     batches = masked_batches(data.valid_examples, data.tokenizer)
-    res = evaluate_mlm(result.model, batches, nsp=False, baselines=baselines)
-    uni = res["unigram_acc"]
-    print(f"held-out masked positions: {res['num_masked']}")
-    print(f"unigram baseline:          {uni:.4f}")
-    print(f"left-bigram baseline:      {res['left_bigram_acc']:.4f}")
-    print(f"both-neighbours baseline:  {res['both_neighbours_acc']:.4f}")
-    print(f"model accuracy:            {res['mlm_acc']:.4f}  (held-out loss {res['mlm_loss']:.3f})")
-    ratio = res["mlm_acc"] / max(uni, 1e-12)
-    print(f"accuracy_over_unigram: {ratio:.2f}")
-    return ratio
+    return _report(evaluate_mlm(result.model, batches, nsp=False, baselines=baselines))
 
 
 if __name__ == "__main__":

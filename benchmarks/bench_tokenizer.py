@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 
+from mlm_lib.book.book_model import bert_base_uncased_vocab
 from mlm_lib.corpus import load_lee, load_wikipedia
 from mlm_lib.tokenizer import WordPieceTokenizer
-from mlm_lib.book.book_model import bert_base_uncased_vocab
 
 
 def throughput(encode, sentences: list[str]) -> tuple[float, int]:

@@ -15,7 +15,7 @@ import time
 import torch
 
 from mlm_lib.corpus import load_wikipedia, train_valid_split
-from mlm_lib.tokenizer import train_wordpiece
+from mlm_lib.wordpiece import train_wordpiece
 
 
 def train_book_vocab(vocab_size: int = 8000):

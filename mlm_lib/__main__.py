@@ -21,15 +21,16 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from mlm_lib.baselines import fit_baselines
 from mlm_lib.batches import masked_batches
-from mlm_lib.book.book_model import BOOK_MODEL_DIR, BOOK_RECIPE, BOOK_RECIPE_32
+from mlm_lib.book.book_model import BOOK_MODEL_DIR, BOOK_RECIPE, BOOK_RECIPE_32, book_tokenizer
 from mlm_lib.checkpoint import load_checkpoint, save_checkpoint
 from mlm_lib.device import init_distributed, resolve_device
 from mlm_lib.inference import fill_mask, load_model
 from mlm_lib.init import build_model
 from mlm_lib.masking import BERT_CORRUPTION, Corruption
 from mlm_lib.model import BertConfig, BertForPreTraining
-from mlm_lib.pretraining import fit_baselines, prepare_data
+from mlm_lib.pretraining import prepare_data
 from mlm_lib.tokenizer import WordPieceTokenizer, checkpoint_tokenizer
 from mlm_lib.train import TrainConfig, default_log, evaluate_mlm, train
 
@@ -172,9 +173,9 @@ def cmd_train(a: argparse.Namespace) -> int:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     dist_info = init_distributed(resolve_device(cfg.device))
-    data = prepare_data(cfg, _corpus_arg(a.corpus))
+    data = prepare_data(cfg, _corpus_arg(a.corpus), book_tokenizer())
     baselines = fit_baselines(data) if dist_info.is_main else None
-    model = build_model(cfg, data.tokenizer.vocab_size)
+    model = build_model(**cfg.model_options(data.tokenizer.vocab_size))
     out = Path(a.out)
     if dist_info.is_main:
         out.mkdir(parents=True, exist_ok=True)
@@ -250,7 +251,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
     cfg, source = eval_recipe(a, model_path, model)
     print(f"held-out text cut as {source}: sequences of up to {cfg.max_seq_length} pieces, "
           f"{'sentence pairs' if cfg.nsp else 'single segments'}")
-    data = prepare_data(cfg, _corpus_arg(a.corpus), tokenizer=tok)
+    data = prepare_data(cfg, _corpus_arg(a.corpus), tok)
     corruption = Corruption(select=a.rate, mask=1.0, random=0.0, keep=0.0)
     batches = masked_batches(data.valid_examples, tok, corruption, max_examples=a.max_examples)
     r = evaluate_mlm(model, batches, nsp=cfg.nsp, baselines=fit_baselines(data))

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from mlm_lib.pretraining import PreparedData
+
 # The id that stands for "no neighbour here" (the edge of a sequence, or padding). Contexts are
 # encoded with every id shifted up by one, which makes it 0.
 NO_NEIGHBOUR = -1
@@ -126,3 +128,10 @@ class CountBaselines:
         preds = self.predict(input_ids, masked, attention_mask)
         target = labels.detach().cpu().long()[masked.detach().cpu()]
         return {k: (int((p == target).sum()), int(target.numel())) for k, p in preds.items()}
+
+
+def fit_baselines(data: PreparedData) -> CountBaselines:
+    """Count baselines on the training split's examples (the same pieces the BERT sees)."""
+    tok = data.tokenizer
+    return CountBaselines.fit((e.input_ids for e in data.train_examples), tok.vocab_size,
+                              tok.special_ids)

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from mlm_lib.masking import EVAL_CORRUPTION, Corruption, mask_tokens
-from mlm_lib.pretraining import PretrainingExample, collate
+from mlm_lib.pretraining import PretrainingExample
 
 # The held-out M is drawn from this seed, whatever the training seed, so that runs with
 # different seeds are scored on the same blanks.
@@ -23,6 +23,31 @@ EVAL_BATCH_SIZE = 64
 # (seed, epoch) -> one integer seed for that epoch's order; a prime larger than any epoch count,
 # so two (seed, epoch) pairs never share an order.
 EPOCH_SEED_STRIDE = 1_000_003
+
+
+def pad_batch(input_ids: Sequence[Sequence[int]], token_type_ids: Sequence[Sequence[int]],
+              pad_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad rows of token ids and segment ids into [B, T] LongTensors, with the
+    ``attention_mask`` (1 = real token, 0 = padding) that keeps attention off the padding."""
+    width = max((len(row) for row in input_ids), default=0)
+    ids = torch.full((len(input_ids), width), pad_id, dtype=torch.long)
+    types = torch.zeros((len(input_ids), width), dtype=torch.long)
+    mask = torch.zeros((len(input_ids), width), dtype=torch.long)
+    for i, (row, segments) in enumerate(zip(input_ids, token_type_ids, strict=True)):
+        n = len(row)
+        ids[i, :n] = torch.tensor(row, dtype=torch.long)
+        types[i, :n] = torch.tensor(segments, dtype=torch.long)
+        mask[i, :n] = 1
+    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
+
+
+def collate(examples: Sequence[PretrainingExample], pad_id: int) -> dict[str, torch.Tensor]:
+    """Pad examples on the right into LongTensors: input_ids, token_type_ids, attention_mask, is_next."""
+    if len(examples) == 0:
+        raise ValueError("cannot collate an empty list of examples")
+    batch = pad_batch([e.input_ids for e in examples], [e.token_type_ids for e in examples], pad_id)
+    batch["is_next"] = torch.tensor([int(e.is_next) for e in examples], dtype=torch.long)
+    return batch
 
 
 def _epoch_order(num_examples: int, seed: int, epoch: int) -> list[int]:

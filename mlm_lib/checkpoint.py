@@ -11,10 +11,11 @@ Why this shape: ``torch.load`` unpickles, so loading a stranger's ``.pt`` can ru
 and JSON only ever yield tensors, numbers and strings. The hashes turn a truncated or bit-flipped
 file into a clear :class:`CheckpointError` instead of a confusing failure deep inside torch.
 
-Why the folder swap: a save writes a complete new folder next to the old one, then renames.
-A crash mid-save leaves at worst a stray ``*.tmp-*`` folder; the previous checkpoint is intact,
-and :func:`load_checkpoint` also finds a checkpoint left as ``<folder>.old`` by a crash in the
-two-rename window.
+Why a temporary folder: a save writes a complete new folder next to the target, flushes it to
+the disk and renames it into place (:func:`mlm_lib.files.replaced_atomically`). A crash mid-save
+leaves at worst a stray ``<folder>.tmp-*`` folder, and the previous checkpoint intact. Saving over
+an existing folder takes two renames (the old one aside, the new one in): a crash in between
+leaves the previous checkpoint whole as ``<folder>.tmp-*-previous``, never half of either.
 """
 
 from __future__ import annotations
@@ -22,8 +23,7 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
-import tempfile
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from mlm_lib.files import sha256_file
+from mlm_lib.files import replaced_atomically, sha256_file
 
 MANIFEST = "checkpoint.json"
 WEIGHTS = "model.safetensors"
@@ -40,12 +40,9 @@ TRAINER = "trainer.safetensors"
 # 2: mlm_lib 0.2 (the embeddings' LayerNorm is `embeddings.norm`; the masking recipe is one
 # `corruption` entry of the training config). Version 1 folders come from mlm_lib 0.1.
 FORMAT_VERSION = 2
-# A save writes "<folder>.tmp-XXXX" and, for a moment, keeps the previous save as "<folder>.old".
-TMP_INFIX = ".tmp-"
-OLD_SUFFIX = ".old"
-# The modes mkdir() and open() ask for; the umask then takes bits away, as for any ordinary file.
-DIR_MODE = 0o777
-FILE_MODE = 0o666
+# A training run keeps its checkpoints as "step-XXXXXXXX" folders: sorting the names sorts the steps.
+STEP_FOLDER = "step-{:08d}"
+STEP_FOLDER_RE = re.compile(r"step-\d{8}")
 
 
 class CheckpointError(ValueError):
@@ -67,20 +64,6 @@ class Checkpoint:
 
 
 # ---------------------------------------------------------------- small helpers
-
-def _fsync_dir(path: Path) -> None:
-    """Make a rename durable; a no-op where directories cannot be opened (Windows)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
 
 def _jsonable(value: Any) -> Any:
     """Tuples become lists, tensors of one element become numbers; anything else must be JSON."""
@@ -205,16 +188,10 @@ def save_checkpoint(folder: str | os.PathLike, model: torch.nn.Module | dict[str
     weights = _weights_to_save(model, dtype)
     manifest, trainer_tensors = _build_manifest(config, step, extra, optimizer, scheduler,
                                                 generator, py_random)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=folder.name + TMP_INFIX, dir=folder.parent))
-    try:
+    with replaced_atomically(folder) as tmp:
+        tmp.mkdir()
         _write_files(tmp, weights, trainer_tensors, files or {})
         _write_manifest(tmp, manifest)
-        _make_durable(tmp)
-        _swap_into_place(tmp, folder)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return folder
 
 
@@ -284,47 +261,7 @@ def _write_files(tmp: Path, weights: dict[str, torch.Tensor],
 def _write_manifest(tmp: Path, manifest: dict[str, Any]) -> None:
     """``checkpoint.json``, written last so that it records the SHA-256 of every other file."""
     manifest = {**manifest, "sha256": {p.name: sha256_file(p) for p in sorted(tmp.iterdir())}}
-    with open(tmp / MANIFEST, "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=1, sort_keys=True)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _make_durable(tmp: Path) -> None:
-    """Give the new folder ordinary permissions and force its files onto the disk.
-
-    ``mkdtemp`` makes the folder private (0700), but a checkpoint is ordinary data. The fsync
-    comes before the swap, so that a crash just after it cannot leave a checkpoint whose bytes
-    were still only in memory."""
-    umask = os.umask(0)  # reading the umask means setting it; put it straight back
-    os.umask(umask)
-    os.chmod(tmp, DIR_MODE & ~umask)
-    for p in tmp.iterdir():
-        os.chmod(p, FILE_MODE & ~umask)
-        if p.name != MANIFEST:  # the manifest was synced as it was written
-            with open(p, "rb") as f:
-                os.fsync(f.fileno())
-
-
-def _old_path(folder: Path) -> Path:
-    """Where the previous save waits during a swap."""
-    return folder.with_name(folder.name + OLD_SUFFIX)
-
-
-def _swap_into_place(tmp: Path, folder: Path) -> None:
-    """Two renames, old -> ``.old`` and tmp -> folder, then drop ``.old``.
-
-    A rename is atomic, so a crash at any moment leaves a loadable ``folder`` or a loadable
-    ``.old`` (which :func:`load_checkpoint` falls back to)."""
-    old = _old_path(folder)
-    if old.exists():
-        shutil.rmtree(old)
-    if folder.exists():
-        os.replace(folder, old)
-    os.replace(tmp, folder)
-    _fsync_dir(folder.parent)
-    if old.exists():
-        shutil.rmtree(old)
+    (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True), encoding="utf-8")
 
 
 def _read_manifest(folder: Path) -> dict[str, Any]:
@@ -364,11 +301,7 @@ def load_checkpoint(folder: str | os.PathLike, map_location: str = "cpu",
     ``weights_only=True`` skips the trainer state (what inference needs)."""
     folder = Path(folder)
     if not folder.exists():
-        old = _old_path(folder)
-        if old.exists():  # a crash between the two renames of a save
-            folder = old
-        else:
-            raise CheckpointError(f"no checkpoint at {folder}")
+        raise CheckpointError(f"no checkpoint at {folder}")
     manifest = _read_manifest(folder)
     hashes = manifest.get("sha256", {})
     sd = _load_tensors(folder / WEIGHTS, hashes.get(WEIGHTS), map_location)
@@ -386,11 +319,21 @@ def load_checkpoint(folder: str | os.PathLike, map_location: str = "cpu",
     return ck
 
 
-def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
-    """The newest ``step-XXXXXXXX`` folder under a run directory that has a manifest, or None."""
+def step_folder(run_dir: str | os.PathLike, step: int) -> Path:
+    """Where a training run keeps its checkpoint of ``step``."""
+    return Path(run_dir) / STEP_FOLDER.format(step)
+
+
+def step_folders(run_dir: str | os.PathLike) -> list[Path]:
+    """A run directory's ``step-XXXXXXXX`` checkpoint folders, oldest step first. Only the exact
+    name counts, so a save's temporary ``step-XXXXXXXX.tmp-*`` folder is never among them."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
-        return None
-    found = sorted(p for p in run_dir.glob("step-*") if (p / MANIFEST).exists() and TMP_INFIX not in p.name
-                   and not p.name.endswith(OLD_SUFFIX))
+        return []
+    return sorted(p for p in run_dir.iterdir() if STEP_FOLDER_RE.fullmatch(p.name) and p.is_dir())
+
+
+def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
+    """The newest ``step-XXXXXXXX`` folder under a run directory that has a manifest, or None."""
+    found = [p for p in step_folders(run_dir) if (p / MANIFEST).exists()]
     return found[-1] if found else None

@@ -25,14 +25,13 @@ import os
 import random
 import re
 import shutil
-import tempfile
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from mlm_lib.files import sha256_file
+from mlm_lib.files import read_text, replaced_atomically, sha256_file
 
 WIKI_FILE = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 LEE_FILE = "lee_background.cor"
@@ -45,8 +44,6 @@ MIN_SENTENCES = 2
 # The cache file name carries this many hex digits of the key's SHA-256 (64 bits: no collisions
 # in practice, and the name stays short).
 CACHE_KEY_DIGITS = 16
-# A file is judged binary by a NUL byte in its first 8 KiB, the same heuristic git uses.
-BINARY_SNIFF_BYTES = 8192
 
 
 @dataclass
@@ -186,10 +183,9 @@ def _cached(name: str, source: Path, build) -> list[Document]:
             pass  # a damaged cache is simply rebuilt
     docs = build()
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(json.dumps([{"title": d.title, "sentences": d.sentences} for d in docs]), encoding="utf-8")
-        os.replace(tmp, target)
+        with replaced_atomically(target) as tmp:
+            tmp.write_text(json.dumps([{"title": d.title, "sentences": d.sentences} for d in docs]),
+                           encoding="utf-8")
     except OSError:
         pass  # a read-only home is no reason to fail; we just parse again next time
     return docs
@@ -215,16 +211,6 @@ def load_lee() -> list[Document]:
 
 
 # ----------------------------------------------------------------------------- the reader's files
-def _read_text(path: Path) -> str:
-    raw = path.read_bytes()
-    if b"\x00" in raw[:BINARY_SNIFF_BYTES]:
-        raise ValueError(f"{path} looks like a binary file, not text (it contains NUL bytes)")
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"{path} is not UTF-8 text ({e})") from None
-
-
 def documents_from_text(text: str, title: str = "") -> list[Document]:
     """Split a plain text into documents at blank lines, and each document into sentences."""
     docs = []
@@ -249,7 +235,7 @@ def load_text_files(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> l
             raise ValueError(f"no such file or folder: {p}")
     docs = []
     for f in files:
-        docs.extend(documents_from_text(_read_text(f), title=f.stem))
+        docs.extend(documents_from_text(read_text(f, "text", "utf-8-sig"), title=f.stem))
     return docs
 
 
@@ -301,10 +287,8 @@ def download(url: str, sha256: str, filename: str | None = None, timeout: float 
         if sha256_file(target) == sha256.lower():
             return target
         target.unlink()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=name + ".", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as out:
+    with replaced_atomically(target) as tmp:
+        with open(tmp, "wb") as out:
             try:
                 with urllib.request.urlopen(url, timeout=timeout) as resp:
                     shutil.copyfileobj(resp, out)
@@ -314,8 +298,4 @@ def download(url: str, sha256: str, filename: str | None = None, timeout: float 
         got = sha256_file(tmp)
         if got != sha256.lower():
             raise ValueError(f"checksum mismatch for {url}: expected {sha256.lower()}, got {got}")
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return target

@@ -6,10 +6,9 @@ and throws the second away. :class:`BertClassifier` is the smallest such model, 
 al. (2019, section 3.2): the pooled ``[CLS]`` vector, dropout, one linear layer with a softmax
 over the labels, and *every* weight of the encoder trained further with a small learning rate.
 
-The labelled task the book uses is made from the corpus itself, so it needs no download:
-:func:`article_task` asks "which article does this sentence come from?" for a few articles.
-A pretrained encoder and a randomly initialised one of the same shape can then be fine-tuned by
-the same :func:`finetune` call, so the gap between them is what pretraining bought.
+A labelled task is a :class:`LabelledSet` of texts and labels (the book makes one from its
+corpus). A pretrained encoder and a randomly initialised one of the same shape can then be
+fine-tuned by the same :func:`finetune` call, so the gap between them is what pretraining bought.
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mlm_lib.corpus import Document
 from mlm_lib.loop import Batch, History, LoopState, Sums, evaluate, train_loop
 from mlm_lib.model import BertConfig, BertForPreTraining, BertModel, init_bert_weights
 from mlm_lib.optim import WarmupLinearSchedule, build_optimizer
@@ -54,63 +52,6 @@ class LabelledSet:
     def counts(self) -> list[int]:
         """How many texts carry each label (a balanced set has equal counts)."""
         return [self.labels.count(k) for k in range(len(self.label_names))]
-
-
-def article_task(documents: Sequence[Document], titles: Sequence[str] | None = None,
-                 num_articles: int = 4, per_article: int = 150, test_fraction: float = 0.3,
-                 min_words: int = 6, seed: int = 0) -> tuple[LabelledSet, LabelledSet]:
-    """"Which article is this sentence from?": a balanced classification task from a corpus.
-
-    ``titles`` picks the articles (default: the ``num_articles`` with the most usable
-    sentences, ties broken by title). From each, ``per_article`` sentences of at least
-    ``min_words`` words are drawn with a seeded ``random.Random``, so every label has the same
-    number of examples and the majority-class baseline is exactly ``1 / num_articles``. The
-    split is per article, so train and test keep that balance and never share a sentence.
-    """
-    if not 0.0 < test_fraction < 1.0:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction}")
-    if per_article < 2:
-        raise ValueError(f"per_article must be at least 2 (one train, one test), got {per_article}")
-
-    def usable(d: Document) -> list[str]:
-        # A sentence that repeats inside the article would be an easy duplicate across the split.
-        return sorted({s for s in d.sentences if len(s.split()) >= min_words})
-
-    by_title = {d.title: d for d in documents}
-    if titles is None:
-        if num_articles < 2:
-            raise ValueError(f"num_articles must be at least 2 for a classification task, got {num_articles}")
-        ranked = sorted(documents, key=lambda d: (-len(usable(d)), d.title))
-        chosen = ranked[:num_articles]
-        if len(chosen) < num_articles:
-            raise ValueError(f"asked for {num_articles} articles, the corpus has {len(chosen)}")
-    else:
-        if len(titles) < 2:
-            raise ValueError(f"need at least 2 titles for a classification task, got {len(titles)}")
-        missing = [t for t in titles if t not in by_title]
-        if missing:
-            raise ValueError(f"no article titled {missing[0]!r} in the corpus")
-        chosen = [by_title[t] for t in titles]
-    rng = random.Random(seed)
-    n_test = max(1, round(per_article * test_fraction))
-    names = [d.title for d in chosen]
-    train: tuple[list[str], list[int]] = ([], [])
-    test: tuple[list[str], list[int]] = ([], [])
-    for label, d in enumerate(chosen):
-        pool = usable(d)
-        if len(pool) < per_article:
-            raise ValueError(f"article {d.title!r} has {len(pool)} sentences of at least "
-                             f"{min_words} words; per_article={per_article} is too many")
-        picked = rng.sample(pool, per_article)
-        for k, s in enumerate(picked):
-            part = test if k < n_test else train
-            part[0].append(s)
-            part[1].append(label)
-    # Interleave the labels: batches then mix articles from the first step.
-    order = list(range(len(train[0])))
-    rng.shuffle(order)
-    train_set = LabelledSet([train[0][i] for i in order], [train[1][i] for i in order], names)
-    return train_set, LabelledSet(test[0], test[1], names)
 
 
 # ---------------------------------------------------------------- the model

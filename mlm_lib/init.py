@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import torch
 
@@ -15,30 +14,29 @@ from mlm_lib.checkpoint import load_checkpoint
 from mlm_lib.model import BertConfig, BertForPreTraining
 from mlm_lib.pretraining import PretrainingExample
 
-if TYPE_CHECKING:  # only for the annotation: train.py imports this module
-    from mlm_lib.train import TrainConfig
-
 POSITIONS_KEY = "bert.embeddings.position_embeddings.weight"
 # Every column of a sin/cos table has a mean square of 1/2, so its RMS is sqrt(1/2); dividing by it
 # and multiplying by initializer_range gives the table the scale of the other embeddings.
 SINUSOID_RMS = math.sqrt(0.5)
 SINUSOID_BASE = 10000.0  # the wavelengths' base of "Attention Is All You Need"
+POSITION_INITS = ("normal", "sinusoidal")
 
 
-def build_model(cfg: TrainConfig, vocab_size: int) -> BertForPreTraining:
-    """A fresh ``BertForPreTraining`` of the run's preset size (plus ``cfg.model`` overrides),
-    sized for the tokenizer and the sequence length. ``position_init="sinusoidal"`` starts the
-    learned position table from the sin/cos table; ``init_from`` loads an earlier run's weights."""
-    config = BertConfig.preset(cfg.preset, **{"vocab_size": vocab_size,
-                                              "max_position_embeddings": cfg.max_seq_length,
-                                              **cfg.model})
-    model = BertForPreTraining(config, seed=cfg.seed)
-    if cfg.position_init == "sinusoidal":
+def build_model(config: BertConfig, seed: int = 0, position_init: str = "normal",
+                init_from: str | os.PathLike | None = None) -> BertForPreTraining:
+    """A fresh ``BertForPreTraining`` of ``config``, its weights drawn from ``seed``.
+    ``position_init="sinusoidal"`` starts the learned position table from the sin/cos table;
+    ``init_from`` loads an earlier run's weights. A training run's arguments come from
+    :meth:`~mlm_lib.train.TrainConfig.model_options`."""
+    if position_init not in POSITION_INITS:
+        raise ValueError(f"position_init must be 'normal' or 'sinusoidal', got {position_init!r}")
+    model = BertForPreTraining(config, seed=seed)
+    if position_init == "sinusoidal":
         table = model.bert.embeddings.position_embeddings.weight
         with torch.no_grad():
             table.copy_(sinusoidal_positions(*table.shape) * config.initializer_range / SINUSOID_RMS)
-    if cfg.init_from:
-        load_initial_weights(model, cfg.init_from)
+    if init_from:
+        load_initial_weights(model, init_from)
     return model
 
 

@@ -2,15 +2,17 @@
 two pretraining heads (masked language modelling and next sentence prediction).
 
 Read it top-down: the config, the embeddings, attention, one layer, the encoder, the heads, the
-pretraining model; initialisation comes last. Every ``forward`` here is the plain path that the
-chapters print. The numbers match Hugging Face's ``BertForPreTraining`` (``mlm_lib.hf`` loads and
-saves their folders). One difference in layout: the query, key and value projections are one
-``Linear`` of width 3H (one matrix multiply instead of three); ``mlm_lib.hf`` splits and joins them.
+pretraining model and its training path, the fused masked NLL; initialisation comes last. The
+numbers match Hugging Face's ``BertForPreTraining`` (``mlm_lib.hf`` loads and saves their
+folders). One difference in layout: the query, key and value projections are one ``Linear`` of
+width 3H (one matrix multiply instead of three); ``mlm_lib.hf`` splits and joins them.
 
 Given the set M (``masked_positions``), the MLM head gathers the rows of M *first* and scores only
 those against the vocabulary: the loss is the same, because positions outside M never enter it,
-and with 15% masking 85% of the largest matrix multiply is skipped. Two further training
-shortcuts with the same numbers live in :mod:`mlm_lib.fast_paths`.
+and with 15% masking 85% of the largest matrix multiply is skipped. Training also passes the
+original tokens of M (``targets``) and so takes the training path, two more shortcuts with the
+same numbers: the last layer computes only the rows the heads read ([CLS] and M), and the loss
+comes from :func:`masked_nll`, which never keeps the [|M|, V] logits.
 """
 
 from __future__ import annotations
@@ -22,6 +24,10 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.autograd.function import once_differentiable
+
+from mlm_lib.loss import target_log_probs
+
 
 # Activation names as they appear in Hugging Face's config.json. "gelu" is the exact (erf) GELU of
 # the original BERT; the tanh approximation is kept only so that such checkpoints load.
@@ -120,7 +126,7 @@ class BertConfig:
 
 @dataclass
 class EncoderOutput:
-    last_hidden_state: torch.Tensor  # [B, T, H]
+    last_hidden_state: torch.Tensor  # [B, T, H]; [B, Q, H] with last_layer_rows
     pooled_output: torch.Tensor  # [B, H], tanh(W h_[CLS] + b)
     hidden_states: tuple[torch.Tensor, ...] | None = None  # embeddings, then each layer
     attentions: tuple[torch.Tensor, ...] | None = None  # each layer, [B, A, T, T]
@@ -128,12 +134,15 @@ class EncoderOutput:
 
 @dataclass
 class PreTrainingOutput:
-    mlm_logits: torch.Tensor  # [|M|, V] with masked_positions, else [B, T, V]
+    mlm_logits: torch.Tensor | None  # [|M|, V] with masked_positions, else [B, T, V]; None: fused loss
     nsp_logits: torch.Tensor  # [B, 2]; column 0 = IsNext, 1 = NotNext (Google's order)
-    last_hidden_state: torch.Tensor
+    last_hidden_state: torch.Tensor | None  # None on the training path (not every row is computed)
     pooled_output: torch.Tensor
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor, ...] | None = None
+    # The training path's (given targets): -log P(x_i | x_\M) and the arg-max, [|M|] in M's order
+    mlm_nll: torch.Tensor | None = None
+    mlm_predictions: torch.Tensor | None = None
 
 
 # ---------------------------------------------------------------- embeddings
@@ -190,6 +199,20 @@ def attention_bias(seq_len: int, causal: bool, dtype: torch.dtype = torch.float3
     return _additive_bias(allowed, dtype)[None, None]
 
 
+def _gather_rows(x: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """The positions ``rows`` [B, Q] of each sequence of ``x`` [B, T, H]: [B, Q, H]."""
+    return x.gather(1, rows[..., None].expand(-1, -1, x.size(-1)))
+
+
+def _bias_at(bias: torch.Tensor | None, rows: torch.Tensor) -> torch.Tensor | None:
+    """The rows of the queries ``rows`` [B, Q] in an attention bias [B or 1, A or 1, T, T]; a bias
+    that is the same for every query ([..., 1, T], padding only) is kept as it is."""
+    if bias is None or bias.size(-2) == 1:
+        return bias
+    bias = bias.expand(rows.size(0), -1, -1, -1)
+    return bias.gather(2, rows[:, None, :, None].expand(-1, bias.size(1), -1, bias.size(-1)))
+
+
 class BertSelfAttention(nn.Module):
     """Multi-head self-attention, softmax(Q K^T / sqrt(d) + bias) V, with a fused QKV projection.
 
@@ -205,16 +228,18 @@ class BertSelfAttention(nn.Module):
         self.dropout_p = config.attention_probs_dropout_prob
         self.use_sdpa = config.use_sdpa
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None, need_probs: bool = False
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``x`` [B, T, H] -> ([B, T, H], the probabilities [B, A, T, T] when ``need_probs``)."""
-        B, T, H = x.shape
-        q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        return self.attend(q, k, v, bias, need_probs)
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None, need_probs: bool = False,
+                rows: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``x`` [B, T, H] -> ([B, T, H], the probabilities [B, A, T, T] when ``need_probs``).
 
-    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None,
-               need_probs: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """The heads [B, A, T, d] of queries, keys and values -> ([B, Tq, H], probabilities)."""
+        With ``rows`` [B, Q] only those positions ask (are queries): [B, Q, H]; every position is
+        still read (keys and values)."""
+        B, T, H = x.shape
+        if rows is None:  # the heads of Q, K and V, each [B, A, T, d]
+            q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        else:
+            q, k, v = self._heads_at(x, rows)
+            bias = _bias_at(bias, rows)
         p = self.dropout_p if self.training else 0.0
         probs = None
         if self.use_sdpa and not need_probs:
@@ -225,8 +250,17 @@ class BertSelfAttention(nn.Module):
                 scores = scores + bias
             probs = scores.softmax(dim=-1)
             ctx = F.dropout(probs, p) @ v
-        B, A, T, d = ctx.shape
-        return ctx.transpose(1, 2).reshape(B, T, A * d), probs
+        return ctx.transpose(1, 2).flatten(2), probs  # the heads side by side again: [B, Tq, H]
+
+    def _heads_at(self, x: torch.Tensor, rows: torch.Tensor
+                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Q at the positions ``rows`` only ([B, A, Q, d]), K and V at every position."""
+        B, T, H = x.shape
+        W, b = self.qkv.weight, self.qkv.bias
+        q = F.linear(_gather_rows(x, rows), W[:H], b[:H]).view(B, -1, self.num_heads, self.head_dim)
+        kv = F.linear(x, W[H:], b[H:]).view(B, T, 2, self.num_heads, self.head_dim)
+        k, v = kv.permute(2, 0, 3, 1, 4)
+        return q.transpose(1, 2), k, v
 
 
 # ---------------------------------------------------------------- one layer, the encoder
@@ -245,16 +279,16 @@ class BertLayer(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.act = ACTIVATIONS[config.hidden_act]
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None, need_probs: bool = False
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        a, probs = self.attention(x, bias, need_probs)
-        return self.after_attention(x, a), probs
-
-    def after_attention(self, x: torch.Tensor, a: torch.Tensor) -> torch.Tensor:
-        """Residual and LayerNorm around the attention output ``a``, then the feed-forward block."""
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None, need_probs: bool = False,
+                rows: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``x`` [B, T, H] -> (the layer's output, the attention probabilities). With ``rows``
+        [B, Q] only those positions are computed: [B, Q, H] (attention still reads them all)."""
+        a, probs = self.attention(x, bias, need_probs, rows)
+        if rows is not None:
+            x = _gather_rows(x, rows)
         x = self.attention_norm(x + self.dropout(self.attention_output(a)))
         h = self.output(self.act(self.intermediate(x)))
-        return self.output_norm(x + self.dropout(h))
+        return self.output_norm(x + self.dropout(h)), probs
 
 
 def _check_inputs(config: BertConfig, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
@@ -298,16 +332,22 @@ class BertModel(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, attn_bias: torch.Tensor | None = None,
-                output_attentions: bool = False, output_hidden_states: bool = False) -> EncoderOutput:
+                output_attentions: bool = False, output_hidden_states: bool = False,
+                last_layer_rows: torch.Tensor | None = None) -> EncoderOutput:
         """``attention_mask`` [B, T] marks real tokens (1) and padding (0). ``attn_bias`` adds any
-        other rule of who may read whom, e.g. :func:`attention_bias` with ``causal=True``."""
+        other rule of who may read whom, e.g. :func:`attention_bias` with ``causal=True``.
+
+        ``last_layer_rows`` [B, Q], positions with [CLS] (0) first: the last layer computes only
+        those, so ``last_hidden_state`` is [B, Q, H] (the training path: heads read few rows)."""
         x, bias = self.embed(input_ids, token_type_ids, attention_mask, attn_bias)
         hidden, attentions = [x], []
-        for layer in self.layers:
-            x, probs = layer(x, bias, need_probs=output_attentions)
+        for i, layer in enumerate(self.layers):
+            rows = last_layer_rows if i == len(self.layers) - 1 else None
+            x, probs = layer(x, bias, need_probs=output_attentions, rows=rows)
             hidden.append(x)
             attentions.append(probs)
-        return EncoderOutput(x, self.pool(x), tuple(hidden) if output_hidden_states else None,
+        pooled = torch.tanh(self.pooler(x[:, 0]))  # the sequence's vector, read at [CLS]
+        return EncoderOutput(x, pooled, tuple(hidden) if output_hidden_states else None,
                              tuple(attentions) if output_attentions else None)
 
     def embed(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
@@ -324,10 +364,6 @@ class BertModel(nn.Module):
             extra = attn_bias.to(x.device, x.dtype)
             bias = extra if bias is None else (bias + extra).clamp(min=torch.finfo(x.dtype).min)
         return x, bias
-
-    def pool(self, x: torch.Tensor) -> torch.Tensor:
-        """tanh(W h_[CLS] + b): the sequence's vector for NSP and classifiers ([CLS] is position 0)."""
-        return torch.tanh(self.pooler(x[:, 0]))
 
 
 # ---------------------------------------------------------------- heads and the pretraining model
@@ -367,10 +403,19 @@ class BertForPreTraining(nn.Module):
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None,
                 masked_positions: torch.Tensor | None = None, output_attentions: bool = False,
-                output_hidden_states: bool = False) -> PreTrainingOutput:
+                output_hidden_states: bool = False, targets: torch.Tensor | None = None,
+                fused_loss: bool = True) -> PreTrainingOutput:
         """With ``masked_positions`` (bool [B, T], the set M) the MLM logits are [|M|, V], one row per
         masked token in row-major order (the order of ``input_ids[masked_positions]``); without it
-        they are [B, T, V], every position (the chapters use this to look at all predictions)."""
+        they are [B, T, V], every position (the chapters use this to look at all predictions).
+
+        With ``targets`` too (the original tokens x_i of M, [|M|]) it is the training path: the
+        same numbers with less work, as ``mlm_nll`` and ``mlm_predictions``."""
+        if targets is not None:
+            if output_attentions or output_hidden_states:
+                raise ValueError("the training path (targets) keeps no attentions or hidden states")
+            return self._training_forward(input_ids, token_type_ids, attention_mask,
+                                          masked_positions, targets, fused_loss)
         enc = self.bert(input_ids, token_type_ids, attention_mask, output_attentions=output_attentions,
                         output_hidden_states=output_hidden_states)
         h = enc.last_hidden_state
@@ -382,6 +427,29 @@ class BertForPreTraining(nn.Module):
         return PreTrainingOutput(mlm_logits, nsp_logits, enc.last_hidden_state, enc.pooled_output,
                                  enc.hidden_states, enc.attentions)
 
+    def _training_forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
+                          attention_mask: torch.Tensor | None,
+                          masked_positions: torch.Tensor | None, targets: torch.Tensor,
+                          fused_loss: bool) -> PreTrainingOutput:
+        """The last layer computes only the rows the heads read ([CLS] and M), and the loss comes
+        from :func:`masked_nll` without keeping logits (``fused_loss=False``: from the logits of
+        M, as :func:`~mlm_lib.loss.target_log_probs` does; they are returned then)."""
+        if masked_positions is None:
+            raise ValueError("targets are the original tokens of M: pass masked_positions too")
+        _check_positions(masked_positions, input_ids)
+        rows, in_m = _rows_the_heads_read(masked_positions)
+        enc = self.bert(input_ids, token_type_ids, attention_mask, last_layer_rows=rows)
+        h = enc.last_hidden_state[in_m]  # [|M|, H], in the row-major order of M
+        decoder, logits = self.bert.embeddings.word_embeddings.weight, None
+        if fused_loss:
+            nll, predictions = masked_nll(self.cls.transform_hidden(h), decoder,
+                                          self.cls.predictions_bias, targets)
+        else:
+            logits = self.cls.mlm_logits(h, decoder)
+            nll, predictions = -target_log_probs(logits, targets), logits.argmax(-1)
+        return PreTrainingOutput(logits, self.cls.seq_relationship(enc.pooled_output), None,
+                                 enc.pooled_output, mlm_nll=nll, mlm_predictions=predictions)
+
 
 def _check_positions(masked_positions: torch.Tensor, input_ids: torch.Tensor) -> None:
     """``masked_positions`` must be a bool tensor shaped like ``input_ids``."""
@@ -392,9 +460,86 @@ def _check_positions(masked_positions: torch.Tensor, input_ids: torch.Tensor) ->
         raise ValueError(f"masked_positions must be a bool tensor, got {masked_positions.dtype}")
 
 
+def _rows_the_heads_read(masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Positions the heads need, per sequence: [CLS] (position 0) then M in order, padded to the
+    longest. Returns the index [B, Q] and a bool [B, Q] marking the entries that are in M."""
+    needed = masked.clone()
+    needed[:, 0] = True
+    Q = int(needed.sum(1).max())
+    # A stable sort puts the needed positions first, in increasing order; the tail is filler.
+    index = torch.sort((~needed).to(torch.uint8), dim=1, stable=True).indices[:, :Q]
+    real = torch.arange(Q, device=masked.device) < needed.sum(1, keepdim=True)
+    return index, masked.gather(1, index) & real
+
+
 def count_parameters(model: nn.Module) -> int:
     """Number of trainable parameters (the tied decoder is counted once, as it is stored once)."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+# ---------------------------------------------------------------- the fused masked NLL
+
+class _MaskedNLL(torch.autograd.Function):
+    """-log P(x_i | x_\\M) for each row of M straight from the hidden vectors (see
+    :func:`masked_nll`). Forward: logits z = W h + b, laid out [V, |M|] (one column per masked
+    token, the faster layout for this product on CPU); one max pass gives the stabiliser *and* the
+    prediction; the softmax is computed once, in place, and turned into dL/dz = softmax - one-hot
+    right away. Backward is then just the two matrix products."""
+
+    @staticmethod
+    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+                targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        with torch.autocast(device_type=hidden.device.type, enabled=False):
+            dt = torch.promote_types(hidden.dtype, torch.float32)  # at least fp32 under AMP
+            h, W, b = hidden.to(dt), weight.to(dt), bias.to(dt)
+            z = torch.addmm(b[:, None], W, h.t())  # [V, |M|]
+            top, predictions = z.max(dim=0)
+            cols = torch.arange(h.size(0), device=h.device)
+            target_logit = z[targets, cols]
+            p = z.sub_(top).exp_()
+            total = p.sum(dim=0)
+            nll = total.log() + top - target_logit  # logsumexp(z) - z[x_i]
+            p.div_(total)
+            p[targets, cols] -= 1.0  # d nll_i / d z_i
+        ctx.save_for_backward(h, W, p)
+        ctx.dtypes = (hidden.dtype, weight.dtype, bias.dtype)
+        ctx.mark_non_differentiable(predictions)
+        return nll, predictions
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_nll: torch.Tensor, _grad_predictions: torch.Tensor | None):
+        h, W, dz = ctx.saved_tensors
+        g = grad_nll.to(dz.dtype)
+        with torch.autocast(device_type=h.device.type, enabled=False):
+            grad_h = (dz.t() @ W) * g[:, None]  # scale the small matrices, never dz itself
+            grad_W = dz @ (h * g[:, None])
+            grad_b = dz @ g
+        dh, dw, db = ctx.dtypes
+        return grad_h.to(dh), grad_W.to(dw), grad_b.to(db), None
+
+
+def masked_nll(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
+               targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """-log P(x_i | x_\\M) for each i in M, and the arg-max prediction, without keeping logits.
+
+    ``hidden`` is [|M|, H] (the MLM head's transformed vectors at the masked positions),
+    ``weight`` [V, H] the decoder (BERT's tied word embeddings), ``bias`` [V], ``targets`` [|M|].
+    The numbers are those of ``-target_log_probs(F.linear(hidden, weight, bias), targets)``; the
+    fused version makes two passes over the [|M|, V] scores instead of the six or so of linear +
+    log-softmax + gather and their backward (``test_loss`` checks the values and gradients
+    against the plain functions).
+    """
+    if hidden.dim() != 2 or targets.shape != hidden.shape[:1]:
+        raise ValueError(f"hidden must be [|M|, H] and targets [|M|], got {tuple(hidden.shape)} "
+                         f"and {tuple(targets.shape)}")
+    if weight.dim() != 2 or weight.size(1) != hidden.size(1) or bias.shape != weight.shape[:1]:
+        raise ValueError(f"weight must be [V, {hidden.size(1)}] and bias [V], got "
+                         f"{tuple(weight.shape)} and {tuple(bias.shape)}")
+    if targets.device.type == "cpu" and targets.numel() and (
+            targets.min() < 0 or targets.max() >= weight.size(0)):  # free on a CPU only
+        raise ValueError(f"targets must be token ids in [0, {weight.size(0)})")
+    return _MaskedNLL.apply(hidden, weight, bias, targets.long())
 
 
 # ---------------------------------------------------------------- initialisation

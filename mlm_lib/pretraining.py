@@ -19,16 +19,12 @@ Masking is *not* done here: ``mlm_lib.masking`` masks batches on the fly (dynami
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import torch
-
-from mlm_lib.baselines import CountBaselines
 from mlm_lib.corpus import Document, load_corpus, train_valid_split
-from mlm_lib.book.book_model import book_tokenizer
-from mlm_lib.tokenizer import pad_batch
 
 # NotNext draws a random document until it is not this one; after this many tries it takes what
 # it drew (a corpus of one document has no other), as Google's create_pretraining_data.py does.
@@ -69,8 +65,8 @@ def truncate_seq_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: 
 def instances_from_document(docs: list[list[list[int]]], index: int, max_seq_length: int,
                             short_seq_prob: float, nsp: bool, cls_id: int, sep_id: int,
                             rng: random.Random) -> list[PretrainingExample]:
-    """The examples cut from ``docs[index]`` (see the module docstring); chapter 11 prints the
-    NSP part. ``docs`` holds every document as lists of token ids per sentence."""
+    """The examples cut from ``docs[index]`` (see the module docstring). ``docs`` holds every
+    document as lists of token ids per sentence."""
     document = docs[index]
     max_num_tokens = max_seq_length - (3 if nsp else 2)
 
@@ -91,25 +87,8 @@ def instances_from_document(docs: list[list[list[int]]], index: int, max_seq_len
                 del tokens[max_num_tokens:]
                 out.append(PretrainingExample([cls_id] + tokens + [sep_id], [0] * (len(tokens) + 2), 1))
             else:
-                a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
-                tokens_a = [t for s in chunk[:a_end] for t in s]
-                tokens_b: list[int] = []
-                if len(chunk) == 1 or rng.random() < 0.5:
-                    is_next = 0
-                    target_b = target - len(tokens_a)
-                    for _ in range(OTHER_DOCUMENT_TRIES):
-                        r = rng.randint(0, len(docs) - 1)
-                        if r != index:
-                            break
-                    other = docs[r]
-                    for sent in other[rng.randint(0, len(other) - 1):]:
-                        tokens_b.extend(sent)
-                        if len(tokens_b) >= target_b:
-                            break
-                    i -= len(chunk) - a_end  # put the unused sentences back
-                else:
-                    is_next = 1
-                    tokens_b = [t for s in chunk[a_end:] for t in s]
+                tokens_a, tokens_b, is_next, unused = next_sentence_pair(docs, index, chunk, target, rng)
+                i -= unused  # put the unused sentences back
                 truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
                 if tokens_a and tokens_b:
                     ids = [cls_id] + tokens_a + [sep_id] + tokens_b + [sep_id]
@@ -120,6 +99,37 @@ def instances_from_document(docs: list[list[list[int]]], index: int, max_seq_len
             target = draw_target()
         i += 1
     return out
+
+
+def next_sentence_pair(docs: list[list[list[int]]], index: int, chunk: list[list[int]], target: int,
+                       rng: random.Random) -> tuple[list[int], list[int], int, int]:
+    """Segments A and B cut from ``chunk`` (consecutive sentences of ``docs[index]``), the NSP
+    label, and how many of the chunk's sentences went unused; chapter 11 prints it.
+
+    A is the chunk up to a random sentence boundary. Half of the time B is the rest (IsNext);
+    otherwise, and always for a chunk of one sentence, B is a run of sentences from a random
+    other document, about ``target`` tokens long with A (NotNext)."""
+    a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+    tokens_a = [t for s in chunk[:a_end] for t in s]
+    tokens_b: list[int] = []
+    if len(chunk) == 1 or rng.random() < 0.5:
+        is_next = 0
+        target_b = target - len(tokens_a)
+        for _ in range(OTHER_DOCUMENT_TRIES):
+            r = rng.randint(0, len(docs) - 1)
+            if r != index:
+                break
+        other = docs[r]
+        for sent in other[rng.randint(0, len(other) - 1):]:
+            tokens_b.extend(sent)
+            if len(tokens_b) >= target_b:
+                break
+        unused = len(chunk) - a_end  # they start the next chunk
+    else:
+        is_next = 1
+        tokens_b = [t for s in chunk[a_end:] for t in s]
+        unused = 0
+    return tokens_a, tokens_b, is_next, unused
 
 
 def create_pretraining_examples(documents: Sequence[Document], tokenizer, max_seq_length: int = 128,
@@ -157,15 +167,6 @@ def create_pretraining_examples(documents: Sequence[Document], tokenizer, max_se
     return examples
 
 
-def collate(examples: Sequence[PretrainingExample], pad_id: int) -> dict[str, torch.Tensor]:
-    """Pad examples on the right into LongTensors: input_ids, token_type_ids, attention_mask, is_next."""
-    if len(examples) == 0:
-        raise ValueError("cannot collate an empty list of examples")
-    batch = pad_batch([e.input_ids for e in examples], [e.token_type_ids for e in examples], pad_id)
-    batch["is_next"] = torch.tensor([int(e.is_next) for e in examples], dtype=torch.long)
-    return batch
-
-
 @dataclass
 class PreparedData:
     """A corpus made ready for pretraining: the tokenizer and the examples of both splits."""
@@ -176,21 +177,15 @@ class PreparedData:
     train_documents: list[Document]
 
 
-def prepare_data(cfg: Any, corpus: str | Sequence[str] = "wikipedia", tokenizer: Any | None = None,
+def prepare_data(cfg: Any, corpus: str | os.PathLike | Sequence[str | os.PathLike], tokenizer: Any,
                  valid_fraction: float = VALID_FRACTION) -> PreparedData:
-    """Documents -> train/valid split -> tokenizer (the book's, unless given) -> examples, cut as
-    ``cfg`` (a :class:`~mlm_lib.train.TrainConfig`) says: sequence length, short share, NSP."""
+    """Documents of ``corpus`` (what :func:`~mlm_lib.corpus.load_corpus` reads) -> train/valid
+    split -> ``tokenizer`` -> examples, cut as ``cfg`` (a :class:`~mlm_lib.train.TrainConfig`)
+    says: sequence length, short share, NSP."""
     docs = load_corpus(corpus)
     train_docs, valid_docs = train_valid_split(docs, valid_fraction=valid_fraction, seed=SPLIT_SEED)
-    tokenizer = book_tokenizer() if tokenizer is None else tokenizer
     kw = dict(max_seq_length=cfg.max_seq_length, short_seq_prob=cfg.short_seq_prob, nsp=cfg.nsp)
     train_ex = create_pretraining_examples(train_docs, tokenizer, seed=cfg.seed, **kw)
     valid_ex = create_pretraining_examples(valid_docs, tokenizer, seed=cfg.seed + VALID_SEED_OFFSET, **kw)
     return PreparedData(tokenizer, list(train_ex), list(valid_ex), list(train_docs))
 
-
-def fit_baselines(data: PreparedData) -> CountBaselines:
-    """Count baselines on the training split's examples (the same pieces the BERT sees)."""
-    tok = data.tokenizer
-    return CountBaselines.fit((e.input_ids for e in data.train_examples), tok.vocab_size,
-                              tok.special_ids)

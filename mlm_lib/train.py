@@ -29,15 +29,14 @@ from tqdm.auto import tqdm
 from mlm_lib.baselines import CountBaselines
 from mlm_lib.batches import BatchStream, make_batch, masked_batches
 from mlm_lib.checkpoint import (CheckpointError, latest_checkpoint, load_checkpoint, restore_rng,
-                                save_checkpoint)
+                                save_checkpoint, step_folder, step_folders)
 from mlm_lib.device import DistInfo, autocast, make_grad_scaler, resolve_device, unwrap
-from mlm_lib.fast_paths import FastPretraining
-from mlm_lib.init import init_unigram_bias
+from mlm_lib.init import POSITION_INITS, init_unigram_bias
 from mlm_lib.loop import (Batch, History, LoopState, Objective, Sums, TrainingDiverged, evaluate,
                           train_loop)
 from mlm_lib.loss import nsp_class, nsp_loss
 from mlm_lib.masking import BERT_CORRUPTION, EVAL_CORRUPTION, Corruption
-from mlm_lib.model import BertForPreTraining
+from mlm_lib.model import BertConfig, BertForPreTraining
 from mlm_lib.optim import WarmupLinearSchedule, build_optimizer
 from mlm_lib.pretraining import PretrainingExample
 
@@ -90,7 +89,7 @@ class TrainConfig:
     device: str = "auto"
     amp: bool = True
     compile: bool = False
-    fused_loss: bool = True  # fast_paths.masked_nll instead of logits + log-softmax (same numbers)
+    fused_loss: bool = True  # model.masked_nll instead of logits + log-softmax (same numbers)
     threads: int | None = None
     progress: bool = True
 
@@ -106,7 +105,7 @@ class TrainConfig:
             (self.lr > 0, f"lr must be positive, got {self.lr}"),
             (0.0 <= self.min_lr_ratio <= 1.0, f"min_lr_ratio must be in [0, 1], got {self.min_lr_ratio}"),
             (self.max_seq_length >= 8, f"max_seq_length must be at least 8, got {self.max_seq_length}"),
-            (self.position_init in ("normal", "sinusoidal"),
+            (self.position_init in POSITION_INITS,
              f"position_init must be 'normal' or 'sinusoidal', got {self.position_init!r}"),
             (self.log_every > 0, f"log_every must be positive, got {self.log_every}"),
             (self.time_budget_s is None or self.time_budget_s > 0,
@@ -120,6 +119,16 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def model_options(self, vocab_size: int) -> dict[str, Any]:
+        """The arguments of :func:`~mlm_lib.init.build_model` for this run: the preset's
+        ``BertConfig`` (plus ``model`` overrides) sized for the tokenizer and the sequence
+        length, the seed, and how the model starts."""
+        config = BertConfig.preset(self.preset, **{"vocab_size": vocab_size,
+                                                   "max_position_embeddings": self.max_seq_length,
+                                                   **self.model})
+        return {"config": config, "seed": self.seed, "position_init": self.position_init,
+                "init_from": self.init_from}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "TrainConfig":
@@ -142,14 +151,16 @@ class TrainResult:
 
 # ---------------------------------------------------------------- the objective
 
-def pretraining_objective(nsp: bool) -> Objective:
+def pretraining_objective(nsp: bool, fused_loss: bool = True) -> Objective:
     """The loss of one micro-batch (MLM, plus NSP when ``nsp``) and its reports.
 
     A batch carries ``mlm_norm`` and ``nsp_norm``: 1 / |M| and 1 / B of the whole global batch
-    (times the number of processes, since DDP averages their gradients)."""
-    def objective(model: FastPretraining, b: Batch) -> tuple[torch.Tensor, Sums]:
+    (times the number of processes, since DDP averages their gradients). The model takes its
+    training path (``targets``); ``fused_loss`` picks how it computes the loss."""
+    def objective(model: torch.nn.Module, b: Batch) -> tuple[torch.Tensor, Sums]:
         targets = b["labels"][b["masked"]]
-        out = model(b["input_ids"], b["token_type_ids"], b["attention_mask"], b["masked"], targets)
+        out = model(b["input_ids"], b["token_type_ids"], b["attention_mask"],
+                    masked_positions=b["masked"], targets=targets, fused_loss=fused_loss)
         mlm_sum, n = out.mlm_nll.sum(), targets.numel()
         loss = mlm_sum * b.get("mlm_norm", 1.0 / max(n, 1))  # 1 / |M| of the global batch
         sums: Sums = {"mlm_loss": (mlm_sum, n), "mlm_acc": ((out.mlm_predictions == targets).sum(), n),
@@ -172,8 +183,8 @@ def evaluate_mlm(model: BertForPreTraining, batches: Sequence[Batch], nsp: bool 
     net = unwrap(model)
     device = next(net.parameters()).device
     on_device = [{k: v.to(device) for k, v in b.items()} for b in batches]
-    scorer = FastPretraining(net, fused_loss=False).train(net.training)
-    result = evaluate(scorer, _autocast_objective(pretraining_objective(nsp), device, amp), on_device)
+    objective = pretraining_objective(nsp, fused_loss=False)
+    result = evaluate(net, _autocast_objective(objective, device, amp), on_device)
     result.pop("tokens", None)
     if baselines is not None:
         result.update(_baseline_accuracy(baselines, batches))
@@ -267,7 +278,7 @@ class _PretrainingRun:
         if self.out_dir is None or not self.dist.is_main:
             return None
         path = save_checkpoint(
-            self.out_dir / f"step-{self.state.step:08d}", self.net, self.net.config.to_dict(),
+            step_folder(self.out_dir, self.state.step), self.net, self.net.config.to_dict(),
             self.state.step, optimizer=self.optimizer, scheduler=self.schedule,
             generator=self.generator,
             extra={"data": self.stream.state_dict(), "history": self.state.history.records,
@@ -298,7 +309,7 @@ class _PretrainingRun:
 
 def _prune_checkpoints(out_dir: Path, keep_last: int) -> None:
     """Delete all but the newest ``keep_last`` step folders (0 keeps them all)."""
-    found = sorted(p for p in out_dir.glob("step-*") if p.is_dir() and ".tmp-" not in p.name)
+    found = step_folders(out_dir)
     for p in found[:-keep_last] if keep_last > 0 else []:
         shutil.rmtree(p, ignore_errors=True)
 
@@ -328,15 +339,9 @@ def train(model: torch.nn.Module, tokenizer: Any, train_examples: Sequence[Pretr
         run.resume(path)
     elif cfg.unigram_bias_init:
         init_unigram_bias(run.net, train_examples, tokenizer.special_ids)
-    step_model: torch.nn.Module = FastPretraining(run.net, cfg.fused_loss)
-    if cfg.compile:
-        step_model = torch.compile(step_model, dynamic=True)
-    if dist.enabled:
-        step_model = DistributedDataParallel(
-            step_model, device_ids=[run.device.index] if run.device.type == "cuda" else None,
-            find_unused_parameters=not cfg.nsp)
+    step_model = _step_model(run.net, cfg, dist, run.device)
     end_step = min(cfg.max_steps, cfg.stop_at_step or cfg.max_steps)
-    objective = pretraining_objective(cfg.nsp)
+    objective = pretraining_objective(cfg.nsp, cfg.fused_loss)
     try:
         train_loop(step_model, _autocast_objective(objective, run.device, cfg.amp),
                    _step_batches(cfg, train_examples, tokenizer, run.stream, run.generator, dist,
@@ -354,6 +359,19 @@ def train(model: torch.nn.Module, tokenizer: Any, train_examples: Sequence[Pretr
     return TrainResult(model=run.net, history=run.state.history, step=run.state.step,
                        eval=run.last_eval, checkpoint=saved or run.last_good,
                        elapsed=run.state.elapsed)
+
+
+def _step_model(net: torch.nn.Module, cfg: TrainConfig, dist: DistInfo,
+                device: torch.device) -> torch.nn.Module:
+    """The module the loop steps: ``net``, compiled when asked, wrapped in DDP under torchrun."""
+    step_model = net
+    if cfg.compile:
+        step_model = torch.compile(step_model, dynamic=True)
+    if dist.enabled:
+        step_model = DistributedDataParallel(
+            step_model, device_ids=[device.index] if device.type == "cuda" else None,
+            find_unused_parameters=not cfg.nsp)
+    return step_model
 
 
 def _resume_path(resume: bool | str | os.PathLike, out_dir: Path | None) -> Path | None:

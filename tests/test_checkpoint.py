@@ -9,7 +9,9 @@ import pytest
 import torch
 
 import mlm_lib.checkpoint as ckpt
-from mlm_lib.checkpoint import CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint
+import mlm_lib.files
+from mlm_lib.checkpoint import (CheckpointError, latest_checkpoint, load_checkpoint, save_checkpoint,
+                                step_folder, step_folders)
 
 
 def _trained_pair(seed: int = 0):
@@ -138,19 +140,47 @@ def test_crash_during_save_keeps_previous_checkpoint(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]  # no stray temporary folder
 
 
-def test_interrupted_swap_is_recovered_from_old(tmp_path):
+def test_saving_over_a_checkpoint_replaces_it_whole(tmp_path):
+    model, opt, _ = _trained_pair()
+    save_checkpoint(tmp_path / "c", model, {"version": 1}, step=1, optimizer=opt,
+                    files={"notes.txt": b"old"})
+    path = save_checkpoint(tmp_path / "c", model, {"version": 2}, step=2)
+    ck = load_checkpoint(path)
+    assert ck.step == 2 and ck.config == {"version": 2} and ck.optimizer is None
+    assert sorted(p.name for p in path.iterdir()) == ["checkpoint.json", "model.safetensors"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
+
+
+def test_failed_rename_into_place_puts_the_previous_checkpoint_back(tmp_path, monkeypatch):
     model, _, _ = _trained_pair()
     path = save_checkpoint(tmp_path / "c", model, {}, step=7)
-    path.rename(tmp_path / "c.old")  # as if the process died between the two renames
-    assert load_checkpoint(tmp_path / "c").step == 7
+    renames = []
+
+    def second_rename_fails(src, dst):
+        renames.append((src, dst))
+        if len(renames) == 2:  # the previous folder is aside, the new one is about to go in
+            raise OSError("disk gone")
+        return real_replace(src, dst)
+
+    real_replace = mlm_lib.files.os.replace
+    monkeypatch.setattr(mlm_lib.files.os, "replace", second_rename_fails)
+    with pytest.raises(OSError, match="disk gone"):
+        save_checkpoint(tmp_path / "c", model, {}, step=8)
+    monkeypatch.undo()
+    assert load_checkpoint(path).step == 7
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c"]
 
 
-def test_latest_checkpoint_ignores_temporary_folders(tmp_path):
+def test_step_folders_are_exact_names_oldest_first(tmp_path):
     model, _, _ = _trained_pair()
-    assert latest_checkpoint(tmp_path) is None
-    save_checkpoint(tmp_path / "step-00000002", model, {}, step=2)
-    save_checkpoint(tmp_path / "step-00000010", model, {}, step=10)
-    (tmp_path / "step-00000020.tmp-abc").mkdir()
+    assert latest_checkpoint(tmp_path) is None and step_folders(tmp_path / "missing") == []
+    save_checkpoint(step_folder(tmp_path, 10), model, {}, step=10)
+    save_checkpoint(step_folder(tmp_path, 2), model, {}, step=2)
+    (tmp_path / "step-00000020.tmp-abc").mkdir()  # a save that never finished
+    save_checkpoint(tmp_path / "step-00000030.tmp-abc-previous", model, {}, step=30)
+    (tmp_path / "step-00000040").mkdir()  # no manifest: not a checkpoint
+    assert [p.name for p in step_folders(tmp_path)] == ["step-00000002", "step-00000010",
+                                                         "step-00000040"]
     assert latest_checkpoint(tmp_path).name == "step-00000010"
 
 

@@ -181,7 +181,7 @@ def test_download_offline_is_a_clear_error(tmp_path, monkeypatch):
         port = s.getsockname()[1]
     with pytest.raises(ConnectionError, match="offline"):
         download(f"http://127.0.0.1:{port}/corpus.txt", _sha(SAMPLE), timeout=5)
-    assert not any(tmp_path.rglob("*.part"))
+    assert not any(tmp_path.rglob("*.tmp-*"))
 
 
 def test_download_over_http(tmp_path, monkeypatch):

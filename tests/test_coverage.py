@@ -10,17 +10,13 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-import sys
-
 import pytest
+import recall_directive
+import yaml
 
 from mlm_lib.book.recall import load_items, recall
 
-yaml = pytest.importorskip("yaml")
-
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-recall_directive = pytest.importorskip("recall_directive")
 TABLE = ROOT / "book" / "coverage.yml"
 GYM = ROOT / "book" / "gym.md"
 

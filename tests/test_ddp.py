@@ -38,7 +38,7 @@ SCRIPT = textwrap.dedent('''
     info = init_distributed(torch.device("cpu"))
     tok, examples = make_data()
     cfg = TrainConfig(**CFG)
-    res = train(build_model(cfg, tok.vocab_size), tok, examples, cfg, dist_info=info)
+    res = train(build_model(**cfg.model_options(tok.vocab_size)), tok, examples, cfg, dist_info=info)
     if info.is_main:
         save_file({{k: v.contiguous() for k, v in res.model.state_dict().items()}}, sys.argv[1])
         with open(sys.argv[2], "w") as f:
@@ -90,7 +90,7 @@ def test_two_processes_match_one_process(tmp_path):
     torch.set_num_threads(1)
     tok, examples = make_data()
     cfg = TrainConfig(**CFG)
-    single = train(build_model(cfg, tok.vocab_size), tok, examples, cfg)
+    single = train(build_model(**cfg.model_options(tok.vocab_size)), tok, examples, cfg)
     ddp = load_file(str(weights))
     worst = max((single.model.state_dict()[k] - v).abs().max().item() for k, v in ddp.items())
     assert worst < 1e-4, f"largest parameter difference {worst:.2e}"

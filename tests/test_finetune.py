@@ -6,17 +6,10 @@ import pytest
 import torch
 
 from mlm_lib.corpus import Document
-from mlm_lib.finetune import (BertClassifier, FinetuneConfig, LabelledSet, article_task,
-                              evaluate_classifier, finetune, head_parameters, predict)
+from mlm_lib.finetune import (BertClassifier, FinetuneConfig, LabelledSet, evaluate_classifier,
+                              finetune, head_parameters, predict)
+from mlm_lib.book.chapter_runs import article_task
 from mlm_lib.model import BertConfig, BertForPreTraining
-from mlm_lib.book.book_model import book_tokenizer
-
-torch.set_num_threads(2)
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return book_tokenizer()
 
 
 def tiny_config(vocab_size: int) -> BertConfig:

@@ -23,7 +23,6 @@ from mlm_lib.masking import IGNORE_INDEX  # noqa: E402
 from mlm_lib.model import BertForPreTraining, BertModel  # noqa: E402
 from numerics import assert_same_function, max_diff  # noqa: E402
 
-torch.set_num_threads(2)
 transformers.logging.set_verbosity_error()
 
 SIZES = dict(vocab_size=120, hidden_size=48, num_hidden_layers=3, num_attention_heads=4,

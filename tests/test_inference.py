@@ -10,14 +10,6 @@ import torch
 from mlm_lib.checkpoint import save_checkpoint
 from mlm_lib.inference import attention_probs, fill_mask, hidden_states, load_model, sentence_loss
 from mlm_lib.model import BertConfig, BertForPreTraining
-from mlm_lib.book.book_model import book_tokenizer
-
-torch.set_num_threads(2)
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return book_tokenizer()
 
 
 @pytest.fixture(scope="module")

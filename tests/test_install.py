@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
-import importlib.util
 import io
 import json
 import os
@@ -33,6 +32,7 @@ import tomllib
 import zipfile
 from pathlib import Path
 
+import first_cell
 import pytest
 import yaml
 
@@ -52,10 +52,6 @@ KERNEL_STACK = ["ipykernel>=6.29,<7", "nbclient", "nbformat", "matplotlib>=3.8",
                 "altair>=5.4"]
 CHEAP_CHAPTER = "00_how_to_read.ipynb"  # about 10 s; imports torch, matplotlib, ipywidgets, mlm_lib
 INSTALL_TIMEOUT_S = 900
-
-_spec = importlib.util.spec_from_file_location("first_cell", ROOT / "scripts" / "first_cell.py")
-first_cell = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(first_cell)
 
 
 def _run(cmd: list[str | Path], cwd: Path, env: dict[str, str] | None = None,
@@ -340,10 +336,6 @@ def test_the_version_has_one_source():
     assert f"Installed mlm_lib {mlm_lib.__version__} from mlm_lib[book] @ git+" in readme
 
 
-def test_the_site_shows_the_version():
-    site = Path(os.environ.get("BOOK_BUILD_DIR", ROOT / "_build")) / "html"
-    intro = site / "book" / "intro.html"
-    if not intro.is_file():
-        pytest.skip(f"no built site at {site} (make book)")
-    text = re.sub(r"<[^>]+>", "", intro.read_text(encoding="utf-8"))
+def test_the_site_shows_the_version(site):
+    text = re.sub(r"<[^>]+>", "", (site / "book" / "intro.html").read_text(encoding="utf-8"))
     assert f"This is version {mlm_lib.__version__} of the book" in text

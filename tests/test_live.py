@@ -49,7 +49,7 @@ const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
 
 def run_vega(spec: dict, runs: list[dict]) -> list[dict[str, list[str]]]:
     if NODE is None or not (ROOT / "node_modules" / "vega-lite").is_dir():
-        pytest.skip("Node.js and the npm packages (make setup) are needed to run the charts")
+        pytest.fail("Node.js and the npm packages are needed to run the charts: run `make setup`")
     out = subprocess.run([NODE, "-e", VEGA_RUNNER], input=json.dumps({"spec": spec, "runs": runs}),
                          capture_output=True, text=True, cwd=ROOT, timeout=120, check=False)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -1,18 +1,16 @@
 """The model on its own: config checks, shapes, the two attention paths, masked-only prediction,
-padding, initialisation, and the device helpers."""
+the training path against the plain one, padding, initialisation, and the device helpers."""
 
 import pytest
 import torch
 
 from mlm_lib.device import autocast, make_grad_scaler, pick_device
-from mlm_lib.fast_paths import FastPretraining, rows_the_heads_read
 from mlm_lib.loss import mlm_loss, mlm_loss_sum, target_log_probs
 from mlm_lib.masking import IGNORE_INDEX
 from mlm_lib.model import (BertConfig, BertForPreTraining, BertModel, attention_bias,
                            count_parameters)
 from numerics import assert_same_function
 
-torch.set_num_threads(2)
 
 SMALL = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
              intermediate_size=64, max_position_embeddings=24)
@@ -210,21 +208,24 @@ def plain_terms(model, ids, tt, am, masked):
     return -target_log_probs(out.mlm_logits, ids[masked]), out.mlm_logits.argmax(-1), out.nsp_logits
 
 
-def fast_terms(out):
+def training_terms(model, ids, tt, am, masked, fused_loss):
+    """The training path: the same terms from ``targets``, with the last layer on [CLS] and M."""
+    out = model(ids, tt, am, masked_positions=masked, targets=ids[masked], fused_loss=fused_loss)
+    assert out.last_hidden_state is None and (out.mlm_logits is None) == fused_loss
     return out.mlm_nll, out.mlm_predictions, out.nsp_logits
 
 
 @pytest.mark.parametrize("train", [False, True])
 @pytest.mark.parametrize("fused_loss", [False, True])
-def test_fast_path_gives_the_plain_numbers_and_gradients(train, fused_loss):
+def test_training_path_gives_the_plain_numbers_and_gradients(train, fused_loss):
     model = BertForPreTraining(small(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0),
                                seed=0).train(train)
-    fast = FastPretraining(model, fused_loss=fused_loss)
     ids, tt, am, masked = batch()
     masked[1, 0] = True  # a masked [CLS] position is both an MLM row and the NSP row
+    masked[2] = False  # a sequence with nothing masked: the last layer reads only its [CLS]
     results = []
     for forward in (lambda: plain_terms(model, ids, tt, am, masked),
-                    lambda: fast_terms(fast(ids, tt, am, masked, ids[masked]))):
+                    lambda: training_terms(model, ids, tt, am, masked, fused_loss)):
         model.zero_grad()
         nll, predictions, nsp_logits = forward()
         (nll.mean() + nsp_logits.square().mean()).backward()
@@ -238,11 +239,32 @@ def test_fast_path_gives_the_plain_numbers_and_gradients(train, fused_loss):
         assert_same_function(fast_grads[name], g, name)
 
 
-def test_rows_the_heads_read_are_cls_then_m_in_order():
-    masked = torch.tensor([[False, True, False, True], [False, False, False, False]])
-    index, in_m = rows_the_heads_read(masked)
-    assert index[0].tolist() == [0, 1, 3] and in_m[0].tolist() == [False, True, True]
-    assert index[1, 0] == 0 and not in_m[1].any()
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])  # float64: to the last bits
+@pytest.mark.parametrize("causal", [False, True])
+def test_last_layer_rows_are_the_full_encoder_at_those_rows(causal, dtype):
+    model = BertModel(small(use_sdpa=not causal), seed=0).to(dtype).eval()
+    ids, tt, am, _ = batch()
+    bias = attention_bias(ids.size(1), causal=True) if causal else None
+    rows = torch.tensor([[0, 3, 4], [0, 1, 7], [0, 2, 2]])  # [CLS] first; a repeat is filler
+    full = model(ids, tt, am, attn_bias=bias, output_attentions=causal)
+    part = model(ids, tt, am, attn_bias=bias, output_attentions=causal, last_layer_rows=rows)
+    h = full.last_hidden_state
+    assert_same_function(part.last_hidden_state, h.gather(1, rows[..., None].expand(-1, -1, h.size(-1))),
+                         "last layer at rows")
+    assert_same_function(part.pooled_output, full.pooled_output, "pooled [CLS]")
+    if causal:  # the last layer's attention map has the rows of its queries, under the causal bias
+        probs = full.attentions[-1]
+        at_rows = probs.gather(2, rows[:, None, :, None].expand(-1, probs.size(1), -1, probs.size(-1)))
+        assert_same_function(part.attentions[-1], at_rows, "attention at rows")
+
+
+def test_training_path_needs_masked_positions_and_keeps_no_states():
+    model = BertForPreTraining(small(), seed=0)
+    ids, tt, am, masked = batch()
+    with pytest.raises(ValueError, match="masked_positions"):
+        model(ids, tt, am, targets=ids[masked])
+    with pytest.raises(ValueError, match="hidden states"):
+        model(ids, tt, am, masked_positions=masked, targets=ids[masked], output_hidden_states=True)
 
 
 def test_causal_attention_bias_hides_the_future():

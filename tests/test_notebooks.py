@@ -8,10 +8,10 @@ than its own code or the library files it imported (`scripts/execute_notebooks.p
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
+import execute_notebooks
 import nbformat
 import pytest
 
@@ -20,10 +20,6 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 FIX = "re-execute it: make execute NB={}"
-
-_spec = importlib.util.spec_from_file_location("execute_notebooks", ROOT / "scripts" / "execute_notebooks.py")
-execute_notebooks = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(execute_notebooks)
 
 
 def check(nb: nbformat.NotebookNode, path: Path) -> list[str]:

@@ -5,12 +5,9 @@ would fail outside the repository."""
 
 from __future__ import annotations
 
+import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
-
-import pytest
-
-tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mlm_lib" / "book"

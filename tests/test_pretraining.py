@@ -8,8 +8,9 @@ import time
 import pytest
 import torch
 
+from mlm_lib.batches import collate
 from mlm_lib.corpus import Document, load_wikipedia
-from mlm_lib.pretraining import PretrainingExample, collate, create_pretraining_examples, truncate_seq_pair
+from mlm_lib.pretraining import PretrainingExample, create_pretraining_examples, truncate_seq_pair
 from mlm_lib.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 from mlm_lib.book.book_model import book_tokenizer
 

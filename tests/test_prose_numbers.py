@@ -1,6 +1,7 @@
 """The prose cannot drift from the outputs.
 
-Every number with a decimal point or a percent sign in a chapter's Markdown must be one the
+Every number with a decimal point or a percent sign in a chapter's Markdown, and in the recall
+items it shows (with the gym's items on the questions it demonstrates), must be one the
 chapter printed (at the precision written, or as a percentage of a printed fraction), or a
 number of a results file the chapter loads, or a number printed by a chapter the sentence links
 to. Sentences that cite a source (``{cite}``) and the constants listed below are exempt. A number
@@ -15,7 +16,9 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+import yaml
 
+from mlm_lib.book import recall
 from mlm_lib.book.results import load_results
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -158,3 +161,81 @@ def test_a_planted_mismatch_is_caught(tmp_path):
 ])
 def test_the_matching_rule(written, printed, ok):
     assert _supported(written, _printed_numbers(printed)) is ok
+
+
+# ----------------------------------------------------------------------------- recall items
+RECALL_CALL = re.compile(r"""\brecall\(\s*["']([^"']+)["']""")
+PLACEHOLDER_TEXT = re.compile(r"\{\{[^}]*\}\}")  # a number the chapter passes in: computed
+
+
+def _item_texts(item: recall.Item) -> list[str]:
+    fields = item.fields
+    texts = [v for k, v in fields.items() if k != "kind" and isinstance(v, str)]
+    texts += [v for o in fields.get("options") or [] for v in o.values() if isinstance(v, str)]
+    return [PLACEHOLDER_TEXT.sub(" ", t) for t in texts]
+
+
+def chapter_items(path: Path) -> list[recall.Item]:
+    """The recall items a chapter shows, and the gym's items on the questions it demonstrates."""
+    nb = json.loads(path.read_text())
+    items = recall.load_items()
+    shown = {i for c in nb["cells"] if c["cell_type"] == "code"
+             for i in RECALL_CALL.findall("".join(c["source"]))}
+    coverage = yaml.safe_load((ROOT / "book" / "coverage.yml").read_text())
+    gym = {f"{bank}.gym" for bank, row in coverage.items()
+           if isinstance(row, dict) and Path(row.get("chapter", "")).stem == path.stem}
+    return [items[i] for i in sorted(shown | (gym & set(items)))]
+
+
+def unsupported_item_numbers(path: Path, items: list[recall.Item] | None = None
+                             ) -> list[tuple[str, str, str]]:
+    """(item id, number, sentence) for every number in the chapter's recall items that neither
+    the chapter's outputs nor the results files it loads show."""
+    nb = json.loads(path.read_text())
+    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    printed = _printed_numbers(_outputs(nb))
+    for name in LOADED_RESULTS.findall(code):
+        printed += _results_numbers(name)
+    bad = []
+    for item in chapter_items(path) if items is None else items:
+        accounted = _accounted_for(item)
+        shown = printed + [n for chapter in item.fields.get("printed_in", [])
+                           for n in _printed_numbers(_outputs(json.loads(
+                               (ROOT / "notebooks" / f"{chapter}.ipynb").read_text())))]
+        for sentence in (s for text in _item_texts(item) for s in _sentences(text)):
+            for m in PROSE_NUMBER.finditer(sentence):
+                written = m.group(1).replace(" ", "")
+                if written in CONSTANTS or written in accounted or REFERENCE.search(sentence[:m.start()]):
+                    continue
+                if not _supported(written, shown):
+                    bad.append((item.id, written, " ".join(sentence.split())[:160]))
+    return bad
+
+
+def _accounted_for(item: recall.Item) -> set[str]:
+    """The numbers an item says it set, worked out or quoted (recall.check verifies the arithmetic)."""
+    fields = item.fields
+    quoted = [str(n) for numbers in fields.get("cited", {}).values() for n in numbers]
+    return {str(n) for n in fields.get("given", [])} | {str(n) for n in fields.get("worked", {})} | set(quoted)
+
+
+def test_cited_sources_are_in_the_bibliography():
+    keys = set(re.findall(r"^@\w+\{([^,]+),", (ROOT / "book" / "references.bib").read_text(), re.M))
+    cited = {key: item.id for item in recall.load_items().values() for key in item.fields.get("cited", {})}
+    assert set(cited) <= keys, f"cited keys missing from book/references.bib: {set(cited) - keys}"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_number_in_a_recall_item_was_printed(path):
+    bad = unsupported_item_numbers(path)
+    assert not bad, "numbers in recall items that the chapter does not print:\n" + "\n".join(
+        f"  {i}: {n!r} in: {s}" for i, n, s in bad)
+
+
+def test_a_planted_number_in_an_item_is_caught():
+    source = ROOT / "notebooks" / "06_corrupting_the_input.ipynb"
+    planted = recall.Item("X6.1", "06_corrupting_the_input.yml", {
+        "kind": "reveal", "question": "How many were restored?",
+        "answer": "Exactly 0.437 of them, 43.7%, and {{share:.1%}} of the rest."})
+    found = {n for _, n, _ in unsupported_item_numbers(source, [planted])}
+    assert found == {"0.437", "43.7%"}

@@ -7,15 +7,15 @@ import csv
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
 import pytest
+import recall_anki
+import recall_directive
+import yaml
 
 from mlm_lib.book import recall
 from mlm_lib.book.recall import multiple_choice, reveal, spot_the_error, true_or_false
-
-yaml = pytest.importorskip("yaml")
 
 
 def test_reveal_hides_answer_in_details():
@@ -170,6 +170,17 @@ def test_recall_gives_the_same_html_as_the_widget_functions():
     assert recall.recall("S1").html == reveal(s1["question"], s1["answer"], item="S1").html
 
 
+def test_each_kind_has_one_name_in_the_data_and_the_html():
+    tf9 = ITEMS["TF9"]
+    html = recall.recall("TF9").html
+    assert f'class="recall recall-{tf9.kind} ' in html
+    assert f'data-recall="{tf9.kind}" data-choices="true"' in html
+    assert recall.TRUE_OR_FALSE.widget(tf9.fields["statement"], tf9.fields["answer"], tf9.fields["why"],
+                                       item="TF9").html == html
+    assert 'data-recall="reveal" data-choices="false"' in reveal("q", "a").html
+    assert set(recall.KINDS) == {"reveal", "true-or-false", "spot-the-error", "multiple-choice"}
+
+
 def test_unknown_id_names_the_nearest_ids():
     with pytest.raises(ValueError, match=r"no recall item 'TF99'.*did you mean .*TF9"):
         recall.recall("TF99")
@@ -226,7 +237,7 @@ def test_an_edited_file_is_read_again(tmp_path, monkeypatch):
 
 def test_multiple_choice_markup():
     html = multiple_choice("Over what does the softmax run?", OPTIONS, item="W9").html
-    assert 'data-recall="mc"' in html and 'data-item="W9"' in html
+    assert 'data-recall="multiple-choice" data-choices="true"' in html and 'data-item="W9"' in html
     choices = re.findall(r'<details class="recall-choice" data-choice="(\d+)" data-correct="(\w+)"', html)
     assert choices == [("0", "false"), ("1", "true"), ("2", "false")]
     tags = re.findall(r"<details([^>]*)>", html)
@@ -340,11 +351,6 @@ def test_chapter_recall_cells(notebook):
 
 # --- the Anki export ---------------------------------------------------------------------------
 
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-recall_anki = pytest.importorskip("recall_anki")
-recall_directive = pytest.importorskip("recall_directive")
-
-
 def _rows(deck: str) -> list[list[str]]:
     lines = deck.splitlines()
     assert lines[:3] == ["#separator:tab", "#html:true", "#tags column:3"]
@@ -358,6 +364,17 @@ def test_anki_deck_has_one_note_per_item_with_three_fields():
     tags = [set(r[2].split()) for r in rows]
     assert all(any(re.fullmatch(r"chapter-\d\d|pages", t) for t in ts) for ts in tags)
     assert all(ts & set(recall.KINDS) for ts in tags)
+
+
+def test_anki_note_of_every_kind_is_tagged_with_its_name():
+    fields = {"question": "q", "answer": "a", "statement": "s", "why": "w", "error": "e", "options": OPTIONS}
+    for kind in recall.KINDS.values():
+        values = {f: fields[f] for f in kind.fields}
+        if kind is recall.TRUE_OR_FALSE:
+            values["answer"] = True
+        item = recall.Item("X1", "03_x.yml", {"kind": kind.name, **values})
+        front, back, tags = recall_anki.note(item, {})
+        assert front and back and tags == f"chapter-03 {kind.name}"
 
 
 def test_anki_note_of_a_multiple_choice_item_lists_its_options():
@@ -381,13 +398,37 @@ def test_anki_note_takes_the_numbers_the_chapter_printed():
     assert "… over … seeds" in recall_anki.note(item, {})[1]
 
 
-def test_anki_deck_is_in_the_built_site():
-    build = Path(os.environ.get("BOOK_BUILD_DIR") or ROOT / "_build")
-    deck = build / "html" / "_static" / recall_anki.OUTPUT
-    if not (build / "html" / "index.html").exists():
-        pytest.skip("no built site: run `make book` first")
+def test_anki_deck_is_in_the_built_site(site):
+    deck = site / "_static" / recall_anki.OUTPUT
     assert deck.exists(), f"{deck} is missing: the recall_anki extension did not run"
     rows = _rows(deck.read_text(encoding="utf-8"))
     assert len(rows) == len(ITEMS) and all(len(r) == 3 for r in rows)
-    gym = (build / "html" / "book" / "gym.html").read_text(encoding="utf-8")
+    gym = (site / "book" / "gym.html").read_text(encoding="utf-8")
     assert f'href="../_static/{recall_anki.OUTPUT}"' in gym
+
+
+def test_gym_links_keep_code_spans_as_written():
+    text = recall_directive._link_text("Chapter 6, Corrupting the input: 100% `[MASK]` versus [a] b")
+    assert text == "Chapter 6, Corrupting the input: 100% `[MASK]` versus \\[a\\] b"
+
+
+def test_the_built_gym_shows_no_escaped_bracket(site):
+    gym = (site / "book" / "gym.html").read_text(encoding="utf-8")
+    shown = re.sub(r"<[^>]+>", "", gym)
+    assert "Shown in Chapter" in shown
+    escaped = sorted(set(re.findall(r"[^\n]{0,40}\\[\[\]][^\n]{0,20}", shown)))
+    assert not escaped, f"backslash-escaped brackets on the gym page: {escaped}"
+
+
+def test_the_escape_check_sees_a_planted_backslash():
+    assert re.findall(r"\\[\[\]]", re.sub(r"<[^>]+>", "", "<a>100% <code>\\[MASK\\]</code></a>"))
+
+
+def test_worked_numbers_are_checked():
+    fields = {"kind": "reveal", "question": "What is $-\\log 0.5$?", "answer": "0.693 nats."}
+    recall.check(recall.Item("Z1", "z.yml", {**fields, "worked": {"0.693": "-math.log(0.5)"}}))
+    with pytest.raises(ValueError, match=r"z.yml: item Z2: worked number '0.693' is 1.09861"):
+        recall.check(recall.Item("Z2", "z.yml", {**fields, "worked": {"0.693": "math.log(3)"}}))
+    with pytest.raises(ValueError, match="does not evaluate"):
+        recall.check(recall.Item("Z3", "z.yml", {**fields, "worked": {"0.693": "open('x')"}}))
+    assert recall.rounds_to(0.85, "85%") and not recall.rounds_to(0.86, "85%")

@@ -127,3 +127,45 @@ def test_predict_items_come_right_before_an_experiment(number):
         assert ITEMS[item_id].kind in ("reveal", "multiple-choice")
         assert ITEMS[item_id].fields["question"].startswith("Predict"), \
             f"{item_id}: say that it asks for a prediction"
+
+
+def right_answer_positions(items: list[recall.Item], n_options: int = 4) -> list[int]:
+    """Where the right answer is shown, for each single-answer item with ``n_options`` options."""
+    positions = []
+    for item in items:
+        if item.kind != "multiple-choice" or len(item.fields["options"]) != n_options:
+            continue
+        right = [k for k, o in enumerate(item.shown_options()) if o["correct"]]
+        if len(right) == 1:
+            positions += right
+    return positions
+
+
+def spread_problem(positions: list[int], n_options: int = 4) -> str:
+    """'' when the right answers use every position and no position holds half of them."""
+    counts = [positions.count(k) for k in range(n_options)]
+    if min(counts) == 0 or max(counts) > len(positions) / 2:
+        return f"right answers by shown position: {counts}"
+    return ""
+
+
+def test_right_answers_spread_over_the_shown_positions():
+    positions = right_answer_positions(list(ITEMS.values()))
+    assert len(positions) >= 8, "too few single-answer multiple-choice items to judge the spread"
+    assert spread_problem(positions) == ""
+
+
+def test_the_widget_shows_the_options_in_the_seeded_order():
+    item = next(i for i in ITEMS.values() if i.kind == "multiple-choice" and not i.placeholders())
+    assert item.shown_options() == item.shown_options()  # the same on every run
+    assert sorted(map(str, item.shown_options())) == sorted(map(str, item.fields["options"]))
+    shown = re.findall(r'class="recall-choice".*?<summary[^>]*>(.*?)</summary>', str(recall.render(item)))
+    assert shown == [recall.render_text(o["text"]) for o in item.shown_options()]
+
+
+def test_the_spread_check_catches_answers_always_last():
+    planted = [recall.Item(f"X{k}", "x.yml", {"kind": "multiple-choice", "question": "q", "options": [
+        {"text": t, "correct": t == "d", "why": "w"} for t in "abcd"]}) for k in range(12)]
+    always_last = [3] * 12
+    assert spread_problem(always_last) != ""
+    assert spread_problem(right_answer_positions(planted)) == ""  # shuffled by id, they spread

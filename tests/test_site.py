@@ -1,53 +1,52 @@
 """The built site in a real browser: Debian's chromium driven by Playwright, offline.
 
 Run after ``make book`` (``make test-site`` does both). Every page of ``_build/html`` is opened
-from a server on 127.0.0.1 and checked: formulas typeset (no raw TeX left), every recall widget
-opens and shows its answer, every exercise solution stays folded until clicked, ipywidgets drawn,
-no console error, no failed or off-machine request, no broken internal link, no sideways overflow
-on a phone. Screenshots of every page (light, dark
-and phone width) go to ``_build/screenshots``.
+once, from the server on 127.0.0.1 (``conftest.py``), and the checks of that page run on it one by
+one, each its own test: formulas typeset (no raw TeX left), ipywidgets drawn, no broken internal
+link, alt text on every image, axe-core's WCAG 2.1 A and AA rules, every recall widget opens from
+the keyboard and on a click and shows its answer, every exercise solution stays folded until
+clicked, no sideways overflow on a phone, and, last, no console error and no failed or off-machine
+request during the whole visit. Screenshots of every page (light, dark and phone width) go to
+``_build/screenshots``. axe comes from npm (``node_modules/axe-core``), for this test only.
 
-Every page also passes axe-core's WCAG 2.1 A and AA rules in both themes (axe comes from npm,
-``node_modules/axe-core``, for this test only). Then the reader's progress: answers committed on a
-page are remembered across pages and reloads, counted on the progress page, filtered and shuffled
-in the gym, cleared on request, and printing opens every answer. Each test opens its own browser
-context, so no test sees another's answers.
+Then the reader's progress: answers committed on a page are remembered across pages and reloads,
+counted on the progress page, filtered and shuffled in the gym, cleared on request, and printing
+opens every answer. Each of those tests opens its own browser context, so no test sees another's
+answers.
 """
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import os
 import re
-import shutil
-import threading
-from pathlib import Path
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
 import pytest
+from playwright.sync_api import BrowserContext, Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-ROOT = Path(__file__).resolve().parents[1]
-# BOOK_BUILD_DIR: a build made with `jupyter-book build . --path-output DIR` (its _build/ inside).
-BUILD = Path(os.environ.get("BOOK_BUILD_DIR") or ROOT / "_build")
-SITE = BUILD / "html"
+from conftest import BUILD, SITE, built_site, node_package
+
 SHOTS = BUILD / "screenshots"
-CHROMIUM = (os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-            or "/usr/bin/chromium")
-SKIP_PAGES = {"genindex.html", "search.html"}
-AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+SKIP_PAGES = {"genindex.html", "search.html"}  # Sphinx's generated index and search pages
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 STORE_KEY = "fill-in-the-blank.recall.v1"  # the one localStorage key of recall-score.js
 GYM = "book/gym.html"
 PROGRESS = "book/progress.html"
-
-sync_api = pytest.importorskip("playwright.sync_api")
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+TIMEOUT_MS = 90_000  # generous: the CI machine has two cores
+WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]'
+# Asked for by chromium itself where a page names no icon: not a request of the site's.
+FAVICON = "/favicon.ico"
 
 
 def _pages() -> list[str]:
+    """Every page a reader can open; before a build, one name, whose tests fail saying so."""
     if not (SITE / "index.html").exists():
-        pytest.fail("no built site: run `make book` first (`make test-site` builds it)")
+        return ["index.html"]
     pages = []
     for path in sorted(SITE.rglob("*.html")):
         rel = path.relative_to(SITE).as_posix()
@@ -59,34 +58,20 @@ def _pages() -> list[str]:
     return pages
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):  # keep pytest output clean
-        pass
+PAGES = _pages()
 
 
-@pytest.fixture(scope="module")
-def server():
-    handler = functools.partial(_Quiet, directory=str(SITE))
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
+# --- One visit per page ---------------------------------------------------------------------------
 
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian chromium is missing: `make browser` installs it")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(
-            executable_path=CHROMIUM,
-            headless=True,
-            args=["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-        )
-        yield b
-        b.close()
+@dataclass
+class Visit:
+    """A page opened once, and what went wrong while it was open."""
+    rel: str
+    url: str
+    page: Page
+    errors: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    offsite: list[str] = field(default_factory=list)
 
 
 def _aborted_by_navigation(url: str, failure: str | None) -> bool:
@@ -95,6 +80,60 @@ def _aborted_by_navigation(url: str, failure: str | None) -> bool:
     local = SITE / unquote(urlparse(url).path).lstrip("/")
     return bool(failure and "ERR_ABORTED" in failure and local.is_file())
 
+
+def _watch(visit: Visit) -> None:
+    """Record console errors, failed requests and requests that leave the machine (chromium
+    cannot resolve any other host: conftest.CHROMIUM_ARGS)."""
+    page = visit.page
+    page.on("console", lambda m: visit.errors.append(f"{m.text} ({m.location.get('url')})")
+            if m.type == "error" and urlparse(m.location.get("url", "")).path != FAVICON else None)
+    page.on("pageerror", lambda e: visit.errors.append(str(e)))
+    page.on("requestfailed", lambda r: visit.failed.append(f"{r.url} ({r.failure})")
+            if not _aborted_by_navigation(r.url, r.failure) else None)
+    page.on("response", lambda r: visit.failed.append(f"{r.url} (HTTP {r.status})")
+            if r.status >= 400 else None)
+    page.on("request", lambda r: visit.offsite.append(r.url)
+            if not r.url.startswith(("data:", "blob:")) and urlparse(r.url).hostname != "127.0.0.1"
+            else None)
+
+
+def _open(page: Page, url: str) -> None:
+    """Load a page and wait until a reader sees it whole: typeset, fonts in, widgets drawn."""
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url, wait_until="load")
+    # MathJax 3 exposes a promise that settles once the page is typeset.
+    page.wait_for_function(
+        "() => document.readyState === 'complete' && (!document.querySelector('script[src*=mathjax]')"
+        " || (window.MathJax && MathJax.startup && MathJax.startup.promise))")
+    page.evaluate("() => (window.MathJax && MathJax.startup) ? MathJax.startup.promise.then(() => true) : true")
+    page.evaluate("() => document.fonts.ready.then(() => true)")
+    if page.locator(WIDGET_VIEW).count():
+        page.wait_for_selector(".jupyter-widgets", timeout=15000)
+        page.wait_for_timeout(200)
+    page.wait_for_timeout(300)
+
+
+@pytest.fixture(scope="module", params=PAGES)
+def visit(request, server, browser) -> Iterator[Visit]:
+    """The page, opened once at desktop width for all of its checks (pytest runs a page's tests
+    together, in the order of this file), closed after the last."""
+    context = browser.new_context(viewport=DESKTOP)
+    try:
+        v = Visit(request.param, urljoin(server, request.param), context.new_page())
+        _watch(v)
+        _open(v.page, v.url)
+        yield v
+    finally:
+        context.close()
+
+
+def _set_theme(page: Page, theme: str) -> None:
+    page.evaluate("t => { document.documentElement.dataset.mode = t; "
+                  "document.documentElement.dataset.theme = t; }", theme)
+    page.wait_for_timeout(200)
+
+
+# --- What a reader sees ------------------------------------------------------------------------------
 
 RAW_TEX_JS = r"""
 () => {
@@ -111,165 +150,81 @@ RAW_TEX_JS = r"""
 }
 """
 
-
-def _open(page, url: str) -> None:
-    page.set_default_timeout(90_000)  # generous: the CI machine has two cores
-    page.goto(url, wait_until="load")
-    # MathJax 3 exposes a promise that settles once the page is typeset.
-    page.wait_for_function(
-        "() => document.readyState === 'complete' && (!document.querySelector('script[src*=mathjax]')"
-        " || (window.MathJax && MathJax.startup && MathJax.startup.promise))")
-    page.evaluate("() => (window.MathJax && MathJax.startup) ? MathJax.startup.promise.then(() => true) : true")
-    page.evaluate("() => document.fonts.ready.then(() => true)")
-    page.wait_for_timeout(300)
+DRAWN_WIDGETS = ("() => document.querySelectorAll('.jupyter-widgets.widget-interact, "
+                 ".jupyter-widgets .widget-slider, .jupyter-widgets.widget-slider, "
+                 ".jupyter-widgets .widget-toggle-button, .jupyter-widgets .widget-dropdown, "
+                 ".jupyter-widgets.widget-dropdown, .jupyter-widgets.widget-hprogress').length")
 
 
-@pytest.mark.parametrize("rel", _pages() if (SITE / "index.html").exists() else ["index.html"])
-def test_page(rel, server, browser):
-    errors: list[str] = []
-    failed: list[str] = []
-    offsite: list[str] = []
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    page.on("requestfailed", lambda r: failed.append(f"{r.url} ({r.failure})")
-            if not _aborted_by_navigation(r.url, r.failure) else None)
-    page.on("response", lambda r: failed.append(f"{r.url} (HTTP {r.status})") if r.status >= 400 else None)
-
-    def route(r):
-        host = urlparse(r.request.url).hostname
-        if r.request.url.startswith(("data:", "blob:")) or host == "127.0.0.1":
-            r.continue_()
-        else:  # the site must work offline: nothing may be fetched from elsewhere
-            offsite.append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    url = urljoin(server, rel)
-    _open(page, url)
-
-    # 1. Formulas: MathJax ran, and no raw TeX is left in the text.
-    has_math = page.evaluate("() => document.querySelectorAll('.math, .tex2jax_process').length")
-    if has_math:
+def test_formulas_are_typeset(visit):
+    """MathJax ran, and no raw TeX is left in the text."""
+    page, rel = visit.page, visit.rel
+    if page.evaluate("() => document.querySelectorAll('.math, .tex2jax_process').length"):
         assert page.evaluate("() => document.querySelectorAll('mjx-container').length") > 0, \
             f"{rel}: formulas present but none typeset"
     raw = page.evaluate(RAW_TEX_JS)
     assert not raw, f"{rel}: raw TeX left on the page: {raw[:5]}"
 
-    # 2. ipywidgets: every embedded widget view is drawn by the local embed manager.
-    views = page.evaluate(
-        "() => document.querySelectorAll('script[type=\"application/vnd.jupyter.widget-view+json\"]').length")
+
+def test_ipywidgets_are_drawn(visit):
+    """Every page with embedded widget views has them drawn by the local embed manager."""
+    views = visit.page.locator(WIDGET_VIEW).count()
     if views:
-        page.wait_for_selector(".jupyter-widgets", timeout=15000)
-        drawn = page.evaluate("() => document.querySelectorAll('.jupyter-widgets.widget-interact, "
-                              ".jupyter-widgets .widget-slider, .jupyter-widgets.widget-slider, "
-                              ".jupyter-widgets .widget-toggle-button, .jupyter-widgets .widget-dropdown, "
-                              ".jupyter-widgets.widget-dropdown, .jupyter-widgets.widget-hprogress')"
-                              ".length")
-        assert drawn >= 1, f"{rel}: {views} widget views embedded but none drawn"
+        assert visit.page.evaluate(DRAWN_WIDGETS) >= 1, \
+            f"{visit.rel}: {views} widget views embedded but none drawn"
 
-    # 3. Recall widgets: each one opens from the keyboard-focusable summary and shows its answer.
-    widgets = page.locator(".recall")
-    for k in range(widgets.count()):
-        w = widgets.nth(k)
-        details = w.locator("details")
-        assert details.count() >= 1, f"{rel}: recall widget {k} has nothing to open"
-        for d in range(details.count()):
-            answer = details.nth(d).locator(".recall-answer")
-            assert not answer.is_visible(), f"{rel}: recall widget {k} shows its answer before a click"
-            details.nth(d).locator("summary").click()
-            assert answer.is_visible(), f"{rel}: recall widget {k} did not open on click"
-            assert answer.inner_text().strip(), f"{rel}: recall widget {k} has an empty answer"
-    if widgets.count():
-        # the score counter (site only) saw every widget answered; a details' toggle event fires
-        # after the click returns, so wait for the last one (or time out and report the score)
-        n = widgets.count()
-        try:
-            page.wait_for_function("n => (document.querySelector('.recall-score') || {}).textContent"
-                                   "?.includes(n + ' of ' + n + ' answered')", arg=n, timeout=5000)
-        except sync_api.TimeoutError:
-            pass
-        score = page.locator(".recall-score").inner_text()
-        assert f"{widgets.count()} of {widgets.count()} answered" in score, f"{rel}: score says {score!r}"
-        # keyboard: Tab to a summary and Enter opens it
-        page.reload()
-        _open(page, url)
-        first = page.locator(".recall summary").first
-        first.focus()
-        page.keyboard.press("Enter")
-        assert page.locator(".recall details").first.evaluate("d => d.open"), \
-            f"{rel}: a recall widget does not open from the keyboard"
 
-    # 3b. Exercises: each chapter's worked solutions stay folded until the reader opens them.
-    solutions = page.locator("details:has(> summary:text-is('Solution'))")
-    if rel.startswith("notebooks/"):
-        assert solutions.count() >= 2, f"{rel}: {solutions.count()} exercise solutions, expected 2 or more"
-    for k in range(solutions.count()):
-        sol = solutions.nth(k)
-        assert not sol.evaluate("d => d.open"), f"{rel}: solution {k} is open before a click"
-        sol.locator("summary").click()
-        assert sol.evaluate("d => d.open && d.innerText.trim().length > 'Solution'.length + 40"), \
-            f"{rel}: solution {k} did not open on click, or is empty"
+def _broken(href: str) -> bool:
+    """An internal link to a file, or an anchor in a page, that is not there."""
+    target, anchor = urldefrag(href)
+    path = SITE / unquote(urlparse(target).path).lstrip("/")
+    if path.is_dir():
+        path = path / "index.html"
+    if not path.exists():
+        return True
+    if anchor and path.suffix == ".html":
+        text = path.read_text(encoding="utf-8", errors="replace")
+        return not re.search(r'id="%s"' % re.escape(unquote(anchor)), text)
+    return False
 
-    # 4. Internal links resolve to existing files and anchors.
-    hrefs = page.evaluate("() => Array.from(document.querySelectorAll('a[href]'), a => a.href)")
-    broken = []
-    for href in hrefs:
-        target, anchor = urldefrag(href)
-        if urlparse(target).hostname != "127.0.0.1":
-            continue
-        path = SITE / unquote(urlparse(target).path).lstrip("/")
-        if path.is_dir():
-            path = path / "index.html"
-        if not path.exists():
-            broken.append(href)
-        elif anchor and path.suffix == ".html":
-            text = path.read_text(encoding="utf-8", errors="replace")
-            if not re.search(r'id="%s"' % re.escape(unquote(anchor)), text):
-                broken.append(href)
-    assert not broken, f"{rel}: broken internal links: {broken[:10]}"
 
-    # 5. Every figure in the content says what it shows (alt text), logos and icons included.
-    no_alt = page.evaluate("""() => Array.from(document.querySelectorAll('main img, article img'))
+def test_internal_links_resolve(visit):
+    hrefs = visit.page.evaluate("() => Array.from(document.querySelectorAll('a[href]'), a => a.href)")
+    broken = [h for h in hrefs if urlparse(urldefrag(h)[0]).hostname == "127.0.0.1" and _broken(h)]
+    assert not broken, f"{visit.rel}: broken internal links: {broken[:10]}"
+
+
+def test_images_have_alt_text(visit):
+    """Every figure in the content says what it shows, logos and icons included."""
+    no_alt = visit.page.evaluate("""() => Array.from(document.querySelectorAll('main img, article img'))
         .filter(i => !(i.getAttribute('alt') || '').trim()).map(i => i.src.slice(0, 80))""")
-    assert not no_alt, f"{rel}: images without alt text: {no_alt[:5]}"
-
-    # 6. Screenshots in both themes, for people to look at.
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    name = rel.replace("/", "__").removesuffix(".html")
-    page.screenshot(path=str(SHOTS / f"{name}-light.png"), full_page=True)
-    page.evaluate("() => { document.documentElement.dataset.mode = 'dark'; "
-                  "document.documentElement.dataset.theme = 'dark'; }")
-    page.wait_for_timeout(200)
-    page.screenshot(path=str(SHOTS / f"{name}-dark.png"), full_page=True)
-    context.close()
-    # and at phone width: nothing may overflow the screen sideways
-    phone = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=1)
-    page = phone.new_page()
-    _open(page, url)
-    overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
-    page.screenshot(path=str(SHOTS / f"{name}-phone.png"), full_page=True)
-    phone.close()
-    assert overflow <= 1, f"{rel}: the page is {overflow}px wider than a phone screen"
-
-    assert not offsite, f"{rel}: requests that leave the machine (the site must work offline): {offsite[:5]}"
-    assert not failed, f"{rel}: failed requests: {failed[:5]}"
-    assert not errors, f"{rel}: console errors: {errors[:5]}"
+    assert not no_alt, f"{visit.rel}: images without alt text: {no_alt[:5]}"
 
 
-# --- Accessibility: axe-core on every page, light and dark ---------------------------------------
+# --- Accessibility: axe-core, every page in light, the dark theme where it can differ ----------------
 
 AXE_JS = """tags => axe.run(document, {runOnly: {type: 'tag', values: tags}}).then(r =>
   r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
     nodes: v.nodes.map(n => n.target.join(' ') + ': ' +
                        (n.failureSummary || '').replace(/\\s+/g, ' ').trim())})))"""
-
-
-def _set_theme(page, theme: str) -> None:
-    page.evaluate("t => { document.documentElement.dataset.mode = t; "
-                  "document.documentElement.dataset.theme = t; }", theme)
-    page.wait_for_timeout(200)
+# What decides a colour pair: the element, its classes (the theme's and the book's CSS select by
+# them), the colour and text-size declarations of its inline style and, in SVG (the live charts),
+# its fill and stroke. Inside a formula every glyph takes the formula's colour, so only the
+# formula's own container counts.
+STYLE_KEYS_JS = """() => Array.from(document.body.querySelectorAll('*'))
+  .filter(e => !(e.parentElement && e.parentElement.closest('mjx-container'))).map(e => [e.tagName,
+  ...(e.getAttribute('class') || '').split(/\\s+/).filter(Boolean).map(c => '.' + c),
+  ...(e.getAttribute('style') || '').split(';').map(d => d.trim())
+    .filter(d => /color|background|fill|stroke|opacity|filter|font/.test(d)).map(d => 'style=' + d),
+  'fill=' + (e.getAttribute('fill') || ''), 'stroke=' + (e.getAttribute('stroke') || '')]).flat()"""
+# The dark theme is the light page with other colours: the same markup, restyled by the theme's and
+# recall.css's dark rules, which select by element and class, and by the inline colours of some
+# outputs. A page whose elements, classes and inline colours have all been audited in dark on the
+# pages before it can only repeat their colour pairs, so the dark audit runs where a page brings
+# something not yet seen (in the order of PAGES: the first page, then those with other components:
+# a table of contents, the gym's toolbar, code, ipywidgets, each live chart...). The light audit,
+# which also checks structure (names, labels, headings, landmarks), runs on every page.
+_seen_in_dark: set[str] = set()
 
 
 def _readable(violations: list[dict]) -> str:
@@ -282,53 +237,143 @@ def _readable(violations: list[dict]) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.parametrize("rel", _pages() if (SITE / "index.html").exists() else ["index.html"])
-def test_accessibility(rel, server, browser):
-    """axe-core finds no WCAG 2.1 A or AA violation on the page, in the light or the dark theme."""
-    if not AXE.is_file():
-        pytest.fail("axe-core is missing: `npm ci` installs it (package.json)")
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    _open(page, urljoin(server, rel))
-    if page.locator('script[type="application/vnd.jupyter.widget-view+json"]').count():
-        page.wait_for_selector(".jupyter-widgets", timeout=15000)
-        page.wait_for_timeout(500)
-    page.add_script_tag(path=str(AXE))
+def test_accessibility(visit):
+    """axe-core finds no WCAG 2.1 A or AA violation, in the light theme and, where the page shows
+    markup not yet audited in dark, in the dark theme."""
+    page = visit.page
+    page.add_script_tag(path=str(node_package("axe-core") / "axe.min.js"))
+    themes = ["light"]
+    keys = set(page.evaluate(STYLE_KEYS_JS))
+    if keys - _seen_in_dark:
+        themes.append("dark")
+        _seen_in_dark.update(keys)
     found = {}
-    for theme in ("light", "dark"):
+    for theme in themes:
         _set_theme(page, theme)
         violations = page.evaluate(AXE_JS, AXE_TAGS)
         if violations:
             found[theme] = violations
-    context.close()
-    assert not found, f"{rel}: accessibility violations (axe-core, {', '.join(AXE_TAGS)}):\n" + \
+    _set_theme(page, "light")
+    assert not found, f"{visit.rel}: accessibility violations (axe-core, {', '.join(AXE_TAGS)}):\n" + \
         "\n".join(f" {theme} theme:\n{_readable(v)}" for theme, v in found.items())
+
+
+def _shot(page: Page, rel: str, kind: str) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    name = rel.replace("/", "__").removesuffix(".html")
+    page.screenshot(path=str(SHOTS / f"{name}-{kind}.png"), full_page=True)
+
+
+def test_screenshots(visit):
+    """Both themes, for people to look at (CI keeps them)."""
+    for theme in ("light", "dark"):
+        _set_theme(visit.page, theme)
+        _shot(visit.page, visit.rel, theme)
+    _set_theme(visit.page, "light")
+
+
+# --- What a reader does --------------------------------------------------------------------------------
+
+def _score_says(page: Page, n: int) -> str:
+    """The score counter's text once it counts n of n answered (a details' toggle event fires
+    after the click returns), or what it says after 5 s."""
+    try:
+        page.wait_for_function("n => (document.querySelector('.recall-score') || {}).textContent"
+                               "?.includes(n + ' of ' + n + ' answered')", arg=n, timeout=5000)
+    except PlaywrightTimeout:
+        pass
+    return page.locator(".recall-score").inner_text()
+
+
+def test_recall_widgets_open(visit):
+    """Each recall widget opens from its keyboard-focusable summary (Tab and Enter) and on a
+    click, shows its answer only then, and the score counter sees every widget answered."""
+    page, rel = visit.page, visit.rel
+    widgets = page.locator(".recall")
+    n = widgets.count()
+    if not n:
+        return
+    first = page.locator(".recall details").first
+    first.locator("summary").focus()
+    page.keyboard.press("Enter")
+    assert first.evaluate("d => d.open"), f"{rel}: a recall widget does not open from the keyboard"
+    page.keyboard.press("Enter")  # and closes again, for the clicks below
+    assert not first.evaluate("d => d.open"), f"{rel}: Enter does not close a recall widget"
+    for k in range(n):
+        details = widgets.nth(k).locator("details")
+        assert details.count() >= 1, f"{rel}: recall widget {k} has nothing to open"
+        for d in range(details.count()):
+            answer = details.nth(d).locator(".recall-answer")
+            assert not answer.is_visible(), f"{rel}: recall widget {k} shows its answer before a click"
+            details.nth(d).locator("summary").click()
+            assert answer.is_visible(), f"{rel}: recall widget {k} did not open on click"
+            assert answer.inner_text().strip(), f"{rel}: recall widget {k} has an empty answer"
+    score = _score_says(page, n)
+    assert f"{n} of {n} answered" in score, f"{rel}: score says {score!r}"
+
+
+def test_solutions_stay_folded(visit):
+    """A chapter's worked solutions (two or more) stay folded until the reader opens them."""
+    page, rel = visit.page, visit.rel
+    solutions = page.locator("details:has(> summary:text-is('Solution'))")
+    if rel.startswith("notebooks/"):
+        assert solutions.count() >= 2, f"{rel}: {solutions.count()} exercise solutions, expected 2 or more"
+    for k in range(solutions.count()):
+        sol = solutions.nth(k)
+        assert not sol.evaluate("d => d.open"), f"{rel}: solution {k} is open before a click"
+        sol.locator("summary").click()
+        assert sol.evaluate("d => d.open && d.innerText.trim().length > 'Solution'.length + 40"), \
+            f"{rel}: solution {k} did not open on click, or is empty"
+
+
+def test_fits_a_phone(visit, browser):
+    """Opened at phone width, nothing overflows the screen sideways (and its screenshot)."""
+    phone = browser.new_context(viewport=PHONE, device_scale_factor=1)
+    try:
+        at_phone = Visit(visit.rel, visit.url, phone.new_page())
+        _watch(at_phone)
+        _open(at_phone.page, at_phone.url)
+        overflow = at_phone.page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        _shot(at_phone.page, visit.rel, "phone")
+    finally:
+        phone.close()
+    assert overflow <= 1, f"{visit.rel}: the page is {overflow}px wider than a phone screen"
+    problems = at_phone.offsite + at_phone.failed + at_phone.errors
+    assert not problems, f"{visit.rel} at phone width: {problems[:5]}"
+
+
+def test_no_console_error_or_failed_request(visit):
+    """Over the whole visit (loading, the checks above, every click): nothing left the machine
+    (the site must work offline), no request failed, nothing was logged as an error."""
+    assert not visit.offsite, f"{visit.rel}: requests that leave the machine: {visit.offsite[:5]}"
+    assert not visit.failed, f"{visit.rel}: failed requests: {visit.failed[:5]}"
+    assert not visit.errors, f"{visit.rel}: console errors: {visit.errors[:5]}"
 
 
 # --- Progress: answers remembered, counted, filtered, shuffled, cleared, printed ----------------
 
 def _items() -> list[dict]:
     """The build's list of every recall widget (book/_ext/progress_items.py)."""
-    text = (SITE / "_static" / "progress-items.js").read_text(encoding="utf-8")
+    text = (built_site() / "_static" / "progress-items.js").read_text(encoding="utf-8")
     return json.loads(text.split("=", 1)[1].strip().rstrip(";"))
 
 
-def _stored(page) -> dict:
+def _stored(page: Page) -> dict:
     return page.evaluate("k => JSON.parse(localStorage.getItem(k) || '{}')", STORE_KEY)
 
 
-def _visible_ids(page) -> list[str]:
+def _visible_ids(page: Page) -> list[str]:
     return page.evaluate("""() => Array.from(document.querySelectorAll('.recall'))
         .filter(w => w.offsetParent !== null)
         .map(w => w.dataset.item || w.dataset.recallKey)""")
 
 
-def _choice(page, item: str, correct: bool):
+def _choice(page: Page, item: str, correct: bool):
     widget = page.locator(f'.recall[data-item="{item}"]').first
     return widget.locator(f'details.recall-choice[data-correct="{str(correct).lower()}"]').first
 
 
-def _commit(page, item: str, correct: bool) -> None:
+def _commit(page: Page, item: str, correct: bool) -> None:
     """Open the right or a wrong choice of a widget, and wait until it is remembered."""
     _choice(page, item, correct).locator("summary").click()
     page.wait_for_function("([k, id]) => id in JSON.parse(localStorage.getItem(k) || '{}')",
@@ -336,8 +381,8 @@ def _commit(page, item: str, correct: bool) -> None:
 
 
 @pytest.fixture
-def context(browser):
-    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+def context(browser) -> Iterator[BrowserContext]:
+    ctx = browser.new_context(viewport=DESKTOP)
     yield ctx
     ctx.close()
 
@@ -353,10 +398,22 @@ def _chapter_with_choices(items: list[dict]) -> tuple[str, list[dict]]:
     pytest.fail("no chapter has a named true-or-false widget and another widget")
 
 
+def _named_choice(here: list[dict]) -> dict:
+    return next(it for it in here if it["kind"] in ("tf", "mc") and "#" not in it["id"])
+
+
+def _progress_rows(page: Page) -> dict[str, list[str]]:
+    """The progress table by page: answered, total, right, committed."""
+    rows = page.evaluate("""() => Array.from(document.querySelectorAll('.progress-table tbody tr'),
+        tr => [tr.dataset.url, tr.cells[1].dataset.answered, tr.cells[1].dataset.total,
+               tr.cells[2].dataset.right, tr.cells[2].dataset.committed])""")
+    return {r[0]: r[1:] for r in rows}
+
+
 def test_answers_are_remembered_and_counted(server, context):
     items = _items()
     url, here = _chapter_with_choices(items)
-    choice = next(it for it in here if it["kind"] in ("tf", "mc") and "#" not in it["id"])
+    choice = _named_choice(here)
     other = next(it for it in here if it["kind"] not in ("tf", "mc"))
     page = context.new_page()
     errors: list[str] = []
@@ -392,10 +449,7 @@ def test_answers_are_remembered_and_counted(server, context):
     # the progress page counts them, in the chapter's row and nowhere else
     _open(page, urljoin(server, PROGRESS))
     page.wait_for_selector(".progress-table")
-    rows = page.evaluate("""() => Array.from(document.querySelectorAll('.progress-table tbody tr'),
-        tr => [tr.dataset.url, tr.cells[1].dataset.answered, tr.cells[1].dataset.total,
-               tr.cells[2].dataset.right, tr.cells[2].dataset.committed])""")
-    by_url = {r[0]: r[1:] for r in rows}
+    by_url = _progress_rows(page)
     assert by_url[url] == ["2", str(len(here)), "0", "1"], by_url[url]
     for other_url, counts in by_url.items():
         shared = {it["id"] for it in items if it["url"] == other_url} & set(stored)
@@ -404,7 +458,8 @@ def test_answers_are_remembered_and_counted(server, context):
     assert not errors, errors
 
 
-def test_gym_views(server, context):
+def test_gym_filters(server, context):
+    """The gym's views: only the ones I missed, not yet answered, all."""
     items = _items()
     gym = [it["id"] for it in items if it["url"] == GYM]
     gym_choices = [it["id"] for it in items if it["url"] == GYM and it["kind"] in ("tf", "mc")]
@@ -432,8 +487,15 @@ def test_gym_views(server, context):
 
     page.get_by_role("button", name="All").click()
     assert _visible_ids(page) == gym
+    assert not errors, errors
 
-    # a shuffled quiz: N items in one list; the same seed gives the same quiz
+
+def test_gym_quiz(server, context):
+    """A shuffled quiz: N items in one list; the same seed gives the same quiz."""
+    gym = [it["id"] for it in _items() if it["url"] == GYM]
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
     _open(page, urljoin(server, GYM + "?view=quiz&n=5&seed=7"))
     first = _visible_ids(page)
     assert len(first) == 5 and len(set(first)) == 5 and set(first) <= set(gym)
@@ -454,12 +516,10 @@ def test_gym_views(server, context):
 
 
 def test_clear_my_answers(server, context):
-    items = _items()
-    url, here = _chapter_with_choices(items)
-    choice = next(it for it in here if it["kind"] in ("tf", "mc") and "#" not in it["id"])
+    url, here = _chapter_with_choices(_items())
     page = context.new_page()
     _open(page, urljoin(server, url))
-    _commit(page, choice["id"], correct=True)
+    _commit(page, _named_choice(here)["id"], correct=True)
     _open(page, urljoin(server, PROGRESS))
     page.wait_for_selector(".progress-table")
     page.get_by_role("button", name="Clear my answers").click()
@@ -479,8 +539,7 @@ def test_clear_my_answers(server, context):
 
 
 def test_print_opens_every_answer(server, context):
-    items = _items()
-    url, _ = _chapter_with_choices(items)
+    url, _ = _chapter_with_choices(_items())
     page = context.new_page()
     _open(page, urljoin(server, url))
     closed = "() => Array.from(document.querySelectorAll('details')).filter(d => !d.open).length"
@@ -510,9 +569,8 @@ def test_widgets_work_without_storage(server, context):
         throw new DOMException('The operation is insecure.', 'SecurityError'); }});""")
     ours = "() => window.bookErrors.filter(e => /recall-score|progress-|widget-alt/.test(e))"
     page = context.new_page()
-    items = _items()
-    url, here = _chapter_with_choices(items)
-    choice = next(it for it in here if it["kind"] in ("tf", "mc") and "#" not in it["id"])
+    url, here = _chapter_with_choices(_items())
+    choice = _named_choice(here)
     _open(page, urljoin(server, url))
     _choice(page, choice["id"], True).locator("summary").click()
     page.wait_for_function("() => document.querySelector('.recall-score').textContent"

@@ -1,18 +1,21 @@
 """The site's own Sphinx extensions in book/_ext, on small pieces of HTML (no build, no browser):
-the list of recall widgets for the progress page, and the accessibility fixes."""
+the list of recall widgets for the progress page, the accessibility fixes, the scripts each page
+loads."""
 
 from __future__ import annotations
 
-import sys
+import ast
 from pathlib import Path
+from types import SimpleNamespace
+
+import aria_fixes
+import offline_site
+import progress_items
+import yaml
+
+from mlm_lib.book import recall
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-
-import aria_fixes  # noqa: E402
-import progress_items  # noqa: E402
-
-from mlm_lib.book import recall  # noqa: E402
 
 
 def test_page_items_lists_every_widget_in_order():
@@ -24,11 +27,11 @@ def test_page_items_lists_every_widget_in_order():
         recall.reveal("And $V$?", "The vocabulary.").html,
     ])
     items = progress_items.page_items(html, "notebooks/01_words.html", "Words and symbols")
-    assert [(it["id"], it["kind"]) for it in items] == [
-        ("TF1", "tf"),
-        ("notebooks/01_words.html#1", "reveal"),  # unnamed: page and place, as recall-score.js
-        ("SE1", "spot"),
-        ("notebooks/01_words.html#2", "reveal"),
+    assert [(it["id"], it["kind"], it["choices"]) for it in items] == [
+        ("TF1", "true-or-false", True),
+        ("notebooks/01_words.html#1", "reveal", False),  # unnamed: page and place, as recall-score.js
+        ("SE1", "spot-the-error", False),
+        ("notebooks/01_words.html#2", "reveal", False),
     ]
     assert {it["chapter"] for it in items} == {"Words and symbols"}
     assert {it["url"] for it in items} == {"notebooks/01_words.html"}
@@ -69,3 +72,43 @@ def test_template_overrides_exist():
         text = (aria_fixes.TEMPLATES / name).read_text(encoding="utf-8")
         assert "<button" in text, name
     assert 'aria-label="{{ _(\'Search\') }}"' not in (aria_fixes.TEMPLATES / "search-button-field.html").read_text()
+
+
+def test_a_widget_says_its_kind_and_whether_it_has_choices():
+    # progress_items.py and the site's scripts read these two attributes, never a kind's name
+    for kind in recall.KINDS.values():
+        entry, = progress_items.page_items(_widget_of(kind), "p.html", "P")
+        assert (entry["kind"], entry["choices"]) == (kind.name, kind.choices)
+
+
+def _widget_of(kind: recall.Kind) -> str:
+    args = {"question": "q", "answer": "a", "statement": "s", "why": "w", "error": "e",
+            "options": [{"text": "t", "correct": True, "why": "w"}, {"text": "u", "correct": False, "why": "w"}]}
+    if kind is recall.TRUE_OR_FALSE:
+        args["answer"] = False
+    return kind.widget(*(args[f] for f in kind.fields), item="X1").html
+
+
+def test_thebe_and_repeated_scripts_are_dropped():
+    script = lambda filename, body="": SimpleNamespace(filename=filename, attributes={"body": body})  # noqa: E731
+    scripts = [script("_static/sphinx-thebe.js"), script("", "const THEBE_JS_URL = 'x'"),
+               script("require.js"), script("", "x = 1"), script("", "x = 1"), script("require.js")]
+    context = {"script_files": scripts}
+    offline_site._drop_thebe_and_duplicates(None, "p", "page.html", context, None)
+    assert context["script_files"] == [scripts[2], scripts[3]]
+
+
+def test_extensions_use_public_sphinx_api_only():
+    for path in sorted((ROOT / "book" / "_ext").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("sphinx", "docutils"):
+                private = [p for p in node.module.split(".") + [a.name for a in node.names] if p.startswith("_")]
+                assert not private, f"{path.name} imports {private} from {node.module}"
+
+
+def test_every_site_script_is_loaded_and_the_embed_setup_comes_before_the_manager():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))["sphinx"]["config"]
+    widgets = list(config["nb_ipywidgets_js"])
+    assert widgets == ["require.js", "widget-embed.js", "embed-amd.js"]
+    loaded = set(config["html_js_files"]) | set(widgets)
+    assert {p.name for p in (ROOT / "book" / "static").glob("*.js")} <= loaded

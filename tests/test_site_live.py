@@ -10,55 +10,14 @@ Controls that still need a kernel must sit under the note that says so.
 
 from __future__ import annotations
 
-import functools
-import http.server
-import os
-import shutil
-import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from live_reference import (expected_masked, expected_masked_sum, expected_p_hill, expected_sgd,
                             expected_softmax, expected_temperature, load, mismatches)
 
-ROOT = Path(__file__).resolve().parents[1]
-BUILD = Path(os.environ.get("BOOK_BUILD_DIR") or ROOT / "_build")
-SITE = BUILD / "html"
-CHROMIUM = (os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-            or "/usr/bin/chromium")
 KERNEL_NOTE = "This control needs a running kernel"
-
-sync_api = pytest.importorskip("playwright.sync_api")
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def server():
-    if not (SITE / "index.html").exists():
-        pytest.fail("no built site: run `make book` first (`make test-site` builds it)")
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                            functools.partial(_Quiet, directory=str(SITE)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.fail("Debian chromium is missing: `make browser` installs it")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                              args=["--no-sandbox", "--disable-gpu", "--no-first-run",
-                                    "--disable-background-networking", "--disable-sync"])
-        yield b
-        b.close()
 
 
 @pytest.fixture

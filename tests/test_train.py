@@ -11,7 +11,6 @@ import torch
 from mlm_lib.checkpoint import latest_checkpoint, load_checkpoint
 from mlm_lib.corpus import documents_from_text
 from mlm_lib.pretraining import create_pretraining_examples
-from mlm_lib.book.book_model import book_tokenizer
 from mlm_lib.batches import BatchStream, masked_batches
 from mlm_lib.checkpoint import save_checkpoint
 from mlm_lib.init import POSITIONS_KEY, build_model
@@ -21,7 +20,6 @@ from mlm_lib.optim import WarmupLinearSchedule, build_optimizer
 from mlm_lib.train import TrainConfig, evaluate_mlm, train
 from numerics import assert_same_function
 
-torch.set_num_threads(2)
 
 SUBJECTS = ["the king", "the queen", "a farmer", "the army", "his brother", "the city"]
 VERBS = ["built", "defended", "left", "ruled", "visited", "attacked"]
@@ -36,11 +34,6 @@ def synthetic_text(n_docs: int = 12, sents: int = 12, seed: int = 0) -> str:
         docs.append(" ".join(f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} "
                              f"in the year {rng.randint(1000, 1100)}." for _ in range(sents)))
     return "\n\n".join(docs)
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return book_tokenizer()
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +60,7 @@ def test_loss_goes_down_and_history_has_metrics(tok, examples):
     cfg = tiny_cfg(max_steps=24, lr=1e-2, model={"hidden_size": 32, "num_attention_heads": 2,
                                                   "intermediate_size": 64, "num_hidden_layers": 1},
                    corruption=Corruption(select=0.3), eval_every=12)
-    model = build_model(cfg, tok.vocab_size)
+    model = build_model(**cfg.model_options(tok.vocab_size))
     res = train(model, tok, examples, cfg, valid_examples=examples[:8])
     ls = losses(res.history)
     assert len(ls) == 24
@@ -85,13 +78,14 @@ def test_resume_gives_the_same_losses_step_by_step(tok, examples, tmp_path):
                    model={"hidden_size": 32, "num_attention_heads": 2, "intermediate_size": 64,
                           "num_hidden_layers": 1, "hidden_dropout_prob": 0.1,
                           "attention_probs_dropout_prob": 0.1})  # dropout: the torch RNG matters too
-    full = train(build_model(cfg, tok.vocab_size), tok, examples, cfg, out_dir=tmp_path / "full")
-    part = train(build_model(cfg, tok.vocab_size), tok, examples,
+    full = train(build_model(**cfg.model_options(tok.vocab_size)), tok, examples, cfg,
+                 out_dir=tmp_path / "full")
+    part = train(build_model(**cfg.model_options(tok.vocab_size)), tok, examples,
                  TrainConfig(**{**cfg.to_dict(), "stop_at_step": 4}), out_dir=tmp_path / "part")
     assert part.step == 4
     torch.manual_seed(12345)  # the resumed run must not depend on the RNG state it starts with
-    rest = train(build_model(cfg, tok.vocab_size), tok, examples, cfg, out_dir=tmp_path / "part",
-                 resume=True)
+    rest = train(build_model(**cfg.model_options(tok.vocab_size)), tok, examples, cfg,
+                 out_dir=tmp_path / "part", resume=True)
     assert rest.step == 8
     assert losses(rest.history) == losses(full.history)  # bit for bit on CPU
     a = load_checkpoint(latest_checkpoint(tmp_path / "full")).state_dict
@@ -101,7 +95,7 @@ def test_resume_gives_the_same_losses_step_by_step(tok, examples, tmp_path):
 
 def test_nan_stops_with_step_and_keeps_last_good_checkpoint(tok, examples, tmp_path):
     cfg = tiny_cfg(max_steps=10, save_every=2)
-    model = build_model(cfg, tok.vocab_size)
+    model = build_model(**cfg.model_options(tok.vocab_size))
 
     def poison(rec):  # after step 3 is logged, break the weights: step 4's loss is NaN
         if rec["kind"] == "train" and rec["step"] == 3:
@@ -117,9 +111,9 @@ def test_nan_stops_with_step_and_keeps_last_good_checkpoint(tok, examples, tmp_p
 
 def test_gradient_accumulation_matches_one_big_batch(tok, examples):
     cfg = tiny_cfg(max_steps=4, batch_size=8)
-    one = train(build_model(cfg, tok.vocab_size), tok, examples, cfg)
+    one = train(build_model(**cfg.model_options(tok.vocab_size)), tok, examples, cfg)
     acc_cfg = tiny_cfg(max_steps=4, batch_size=8, grad_accum=4)
-    four = train(build_model(acc_cfg, tok.vocab_size), tok, examples, acc_cfg)
+    four = train(build_model(**acc_cfg.model_options(tok.vocab_size)), tok, examples, acc_cfg)
     for (n, p), q in zip(one.model.named_parameters(), four.model.parameters()):
         assert_same_function(q, p, n)
     assert losses(one.history) == pytest.approx(losses(four.history), rel=1e-5)
@@ -129,13 +123,13 @@ def test_no_nsp_mode_trains_mlm_only(tok):
     docs = documents_from_text(synthetic_text(8))
     ex = create_pretraining_examples(docs, tok, max_seq_length=32, nsp=False, seed=0)
     cfg = tiny_cfg(nsp=False, max_steps=3, batch_size=4)
-    res = train(build_model(cfg, tok.vocab_size), tok, ex, cfg)
+    res = train(build_model(**cfg.model_options(tok.vocab_size)), tok, ex, cfg)
     assert "nsp_loss" not in res.history.records[-1]
     assert all(math.isfinite(x) for x in losses(res.history))
 
 
 def test_optimizer_excludes_biases_and_layernorm_from_weight_decay(tok):
-    model = build_model(tiny_cfg(), tok.vocab_size)
+    model = build_model(**tiny_cfg().model_options(tok.vocab_size))
     opt = build_optimizer(model, 1e-3, weight_decay=0.1)
     decay, no_decay = opt.param_groups
     assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
@@ -203,7 +197,7 @@ def test_eval_batches_mask_only_with_mask_token(tok, examples):
     for b, c in zip(batches, again):
         assert torch.equal(b["masked"], c["masked"])
         assert (b["input_ids"][b["masked"]] == tok.mask_id).all()
-    model = build_model(tiny_cfg(), tok.vocab_size)
+    model = build_model(**tiny_cfg().model_options(tok.vocab_size))
     for mode in (False, True):  # evaluation leaves the model in the mode it found it
         model.train(mode)
         r = evaluate_mlm(model, batches)
@@ -216,16 +210,16 @@ def test_init_from_extends_a_shorter_position_table(tmp_path):
     tiny = {"num_hidden_layers": 1, "hidden_size": 32, "num_attention_heads": 2,
             "intermediate_size": 64}
     short = TrainConfig(preset="tiny", model=tiny, max_seq_length=16, seed=1)
-    src = build_model(short, 100)
+    src = build_model(**short.model_options(100))
     with torch.no_grad():
         for p in src.parameters():
             p.add_(1.0)  # unmistakably not a fresh init
     save_checkpoint(tmp_path / "short", src, src.config.to_dict(), 7)
     long_cfg = TrainConfig(preset="tiny", model=tiny, max_seq_length=32, seed=1,
                            position_init="sinusoidal", init_from=str(tmp_path / "short"))
-    fresh = build_model(TrainConfig(preset="tiny", model=tiny, max_seq_length=32, seed=1,
-                                    position_init="sinusoidal"), 100)
-    model = build_model(long_cfg, 100)
+    fresh = build_model(**TrainConfig(preset="tiny", model=tiny, max_seq_length=32, seed=1,
+                                      position_init="sinusoidal").model_options(100))
+    model = build_model(**long_cfg.model_options(100))
     table = model.state_dict()[POSITIONS_KEY]
     assert torch.equal(table[:16], src.state_dict()[POSITIONS_KEY])
     assert torch.equal(table[16:], fresh.state_dict()[POSITIONS_KEY][16:])
@@ -235,7 +229,7 @@ def test_init_from_extends_a_shorter_position_table(tmp_path):
     wide = TrainConfig(preset="tiny", model={**tiny, "hidden_size": 64}, max_seq_length=32,
                        init_from=str(tmp_path / "short"))
     with pytest.raises(ValueError, match="does not fit"):
-        build_model(wide, 100)
+        build_model(**wide.model_options(100))
     shorter = TrainConfig(preset="tiny", model=tiny, max_seq_length=8, init_from=str(tmp_path / "short"))
     with pytest.raises(ValueError, match="position table"):
-        build_model(shorter, 100)
+        build_model(**shorter.model_options(100))

@@ -4,12 +4,17 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import re  # noqa: E402
+
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
+import torch  # noqa: E402
 from matplotlib.colors import to_hex  # noqa: E402
 
-from mlm_lib.book.viz import (REFERENCE_COLOR, REST_LABEL, TRUE_COLOR, corrupt, position_bars,  # noqa: E402
-                         prob_bars, text_table, token_table)
+from mlm_lib.book import viz  # noqa: E402
+from mlm_lib.book.viz import (REFERENCE_COLOR, REST_LABEL, TRUE_COLOR, corrupt,  # noqa: E402
+                              plot_attention, position_bars, position_similarity, prob_bars,
+                              text_table, token_table)
 
 
 def test_text_table_aligns_and_rounds():
@@ -89,4 +94,31 @@ def test_position_bars_marks_m():
     assert [t.get_text() for t in ax.get_xticklabels()] == ["0:a", "1:b", "2:c"]
     with pytest.raises(ValueError, match="2 values but 3 tokens"):
         position_bars(ax, ["a", "b", "c"], [1.0, 2.0])
+    plt.close(fig)
+
+
+def test_colours_are_hex_and_the_named_matplotlib_colours():
+    """One home for the colours, as hex, so the live charts need no matplotlib to use them."""
+    colours = {name: value for name, value in vars(viz).items() if name.endswith("_COLOR")}
+    assert colours and all(re.fullmatch(r"#[0-9a-f]{6}", v) for v in colours.values()), colours
+    assert (viz.TRUE_COLOR, viz.MODEL_COLOR, viz.REFERENCE_COLOR) == tuple(
+        to_hex(c) for c in ("tab:orange", "tab:blue", "tab:gray"))
+
+
+def test_position_similarity_is_a_cosine_table():
+    table = torch.randn(5, 8, generator=torch.Generator().manual_seed(0))
+    sim = position_similarity(table)
+    assert torch.allclose(sim.diagonal(), torch.ones(5), atol=1e-6)
+    assert torch.allclose(sim, sim.T)
+    with pytest.raises(ValueError, match="position table"):
+        position_similarity(torch.zeros(3))
+
+
+def test_plot_attention_labels_and_boxes():
+    fig, ax = plt.subplots()
+    plot_attention(ax, torch.full((3, 3), 1 / 3), ["a", "b", "c"], "t", highlight=[1])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    assert ax.get_title() == "t" and len(ax.patches) == 1
+    with pytest.raises(ValueError, match="attention"):
+        plot_attention(ax, torch.zeros(2, 2), ["a", "b", "c"])
     plt.close(fig)

@@ -4,10 +4,11 @@ The progress page (``book/progress.md``) counts, chapter by chapter, how many of
 widgets the reader has answered. The answers live in the reader's browser (``recall-score.js``);
 the list of widgets is made here, once the site is built: every page is read back in the order of
 the table of contents, and each recall widget found in it (``<div class="recall" data-recall=...
-data-item=...>``, the markup :mod:`mlm_lib.book.recall` writes) becomes one entry::
+data-choices=... data-item=...>``, the markup :mod:`mlm_lib.book.recall` writes) becomes one
+entry, its kind and whether it has choices as the widget says::
 
     {"id": "TF9", "chapter": "8. Both directions", "url": "notebooks/08_both_directions.html",
-     "kind": "tf"}
+     "kind": "true-or-false", "choices": true}
 
 Reading the built pages rather than the sources means the list is right whatever produced the
 widgets (a notebook output, the ``{recall}`` directive, a generated page). A widget without an
@@ -29,16 +30,16 @@ OUTPUT = "progress-items.js"
 
 
 class _RecallFinder(HTMLParser):
-    """Collects ``(kind, item)`` for every element whose classes include ``recall``."""
+    """Collects ``(kind, choices, item)`` for every element whose classes include ``recall``."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.found: list[tuple[str, str | None]] = []
+        self.found: list[tuple[str, bool, str | None]] = []
 
     def handle_starttag(self, tag, attrs) -> None:
         a = dict(attrs)
         if "recall" in (a.get("class") or "").split() and a.get("data-recall"):
-            self.found.append((a["data-recall"], a.get("data-item")))
+            self.found.append((a["data-recall"], a.get("data-choices") == "true", a.get("data-item")))
 
 
 def _toc_order(env, root: str) -> list[str]:
@@ -61,11 +62,11 @@ def page_items(html: str, url: str, chapter: str) -> list[dict]:
     finder = _RecallFinder()
     finder.feed(html)
     items, unnamed = [], 0
-    for kind, item in finder.found:
+    for kind, choices, item in finder.found:
         if not item:
             unnamed += 1
             item = f"{url}#{unnamed}"
-        items.append({"id": item, "chapter": chapter, "url": url, "kind": kind})
+        items.append({"id": item, "chapter": chapter, "url": url, "kind": kind, "choices": choices})
     return items
 
 

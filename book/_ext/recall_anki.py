@@ -19,6 +19,7 @@ import html
 import io
 import json
 import re
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from mlm_lib.book import recall
@@ -66,7 +67,7 @@ def stored_values(item: recall.Item, outputs: list[str]) -> dict[str, str]:
 
 def _text(value: str, values: dict[str, str]) -> str:
     """A text field of an item as HTML, its placeholders filled with the printed numbers."""
-    value = re.sub(r"\{\{\s*([A-Za-z_]\w*)[^{}]*\}\}", lambda m: values.get(m.group(1), _ELIDED), value)
+    value = recall.PLACEHOLDER.sub(lambda m: values.get(m.group(1), _ELIDED), value)
     return recall.render_text(value.strip())
 
 
@@ -81,34 +82,52 @@ def _chapter_tag(item: recall.Item, coverage: dict) -> str | None:
     return None
 
 
+# The front and back of each kind's card, from the item's fields and a function that renders a
+# text field.
+_Card = Callable[[Mapping, Callable[[str], str]], tuple[str, str]]
+
+
+def _reveal_card(f: Mapping, t: Callable[[str], str]) -> tuple[str, str]:
+    return t(f["question"]), t(f["answer"])
+
+
+def _true_or_false_card(f: Mapping, t: Callable[[str], str]) -> tuple[str, str]:
+    return (f"{recall.TRUE_OR_FALSE.label}? " + t(f["statement"]),
+            f"<b>{'True' if f['answer'] else 'False'}.</b> " + t(f["why"]))
+
+
+def _spot_the_error_card(f: Mapping, t: Callable[[str], str]) -> tuple[str, str]:
+    return f"{recall.SPOT_THE_ERROR.label}: " + t(f["statement"]), t(f["error"])
+
+
+def _multiple_choice_card(f: Mapping, t: Callable[[str], str]) -> tuple[str, str]:
+    options = f["options"]
+    front = t(f["question"]) + "<br>" + "<br>".join(
+        f"{_LETTERS[k]}. {t(o['text'])}" for k, o in enumerate(options))
+    right = ", ".join(_LETTERS[k] for k, o in enumerate(options) if o["correct"])
+    back = f"<b>{right}.</b><br>" + "<br>".join(
+        f"{_LETTERS[k]} ({'right' if o['correct'] else 'wrong'}): {t(o['why'])}"
+        for k, o in enumerate(options))
+    return front, back
+
+
+_CARDS: dict[recall.Kind, _Card] = {
+    recall.REVEAL: _reveal_card,
+    recall.TRUE_OR_FALSE: _true_or_false_card,
+    recall.SPOT_THE_ERROR: _spot_the_error_card,
+    recall.MULTIPLE_CHOICE: _multiple_choice_card,
+}
+
+
 def note(item: recall.Item, coverage: dict, values: dict[str, str] | None = None) -> tuple[str, str, str]:
-    """(front, back, tags) of one item; ``values`` fill its placeholders."""
-    f = item.fields
-    kind = item.kind
-    values = values or {}
-
-    def _t(text: str) -> str:
-        return _text(text, values)
-
-    if kind == "reveal":
-        front, back = _t(f["question"]), _t(f["answer"])
-    elif kind == "true-or-false":
-        front = "True or false? " + _t(f["statement"])
-        back = f"<b>{'True' if f['answer'] else 'False'}.</b> " + _t(f["why"])
-    elif kind == "spot-the-error":
-        front = "Spot the error: " + _t(f["statement"])
-        back = _t(f["error"])
-    elif kind == "multiple-choice":
-        options = f["options"]
-        front = _t(f["question"]) + "<br>" + "<br>".join(
-            f"{_LETTERS[k]}. {_t(o['text'])}" for k, o in enumerate(options))
-        right = ", ".join(_LETTERS[k] for k, o in enumerate(options) if o["correct"])
-        back = f"<b>{right}.</b><br>" + "<br>".join(
-            f"{_LETTERS[k]} ({'right' if o['correct'] else 'wrong'}): {_t(o['why'])}"
-            for k, o in enumerate(options))
-    else:
-        raise ValueError(f"{item.file}: item {item.id}: unknown kind {kind!r}")
-    tags = [t for t in (_chapter_tag(item, coverage), kind, "gym" if item.file == "gym.yml" else None) if t]
+    """(front, back, tags) of one item; ``values`` fill its placeholders. The tags are its
+    chapter, its kind's name and, for the gym's wording, ``gym``."""
+    kind = recall.KINDS.get(item.kind)
+    if kind is None:
+        raise ValueError(f"{item.file}: item {item.id}: unknown kind {item.kind!r}")
+    fields = {**item.fields, "options": item.shown_options()} if "options" in item.fields else item.fields
+    front, back = _CARDS[kind](fields, lambda text: _text(text, values or {}))
+    tags = [t for t in (_chapter_tag(item, coverage), kind.name, "gym" if item.file == "gym.yml" else None) if t]
     return front, back, " ".join(tags)
 
 

@@ -8,7 +8,8 @@ Every item is written once, in ``mlm_lib/book/assets/recall/*.yml`` (see :mod:`m
     ```
 
 It still takes an item written inline, for a page's one-off question (``reveal``, ``true-or-false``
-with ``:answer:``, ``spot-the-error``; two parts separated by a ``---`` line)::
+with ``:answer:``, ``spot-the-error``: the names of :data:`mlm_lib.book.recall.KINDS`; two parts
+separated by a ``---`` line)::
 
     ```{recall} reveal
     What does BERT see at a position it is asked to predict?
@@ -38,7 +39,8 @@ from mlm_lib.book import recall
 ROOT = Path(__file__).resolve().parents[2]
 COVERAGE = ROOT / "book" / "coverage.yml"
 _BOOL = {"true": True, "false": False}
-_INLINE_KINDS = ("reveal", "true-or-false", "spot-the-error")
+# The kinds a page may write inline: two texts (and a true-or-false's :answer:).
+_INLINE_KINDS = {k.name: k for k in (recall.REVEAL, recall.TRUE_OR_FALSE, recall.SPOT_THE_ERROR)}
 
 
 def _depend_on(directive: Directive, *paths: Path) -> None:
@@ -62,7 +64,7 @@ class RecallDirective(Directive):
         argument = self.arguments[0].strip()
         try:
             if argument.lower() in _INLINE_KINDS:
-                widget = self._inline(argument.lower())
+                widget = self._inline(_INLINE_KINDS[argument.lower()])
             else:
                 if self.content:
                     raise ValueError(f"{argument!r} is an item id, which takes no content; "
@@ -73,21 +75,17 @@ class RecallDirective(Directive):
             raise self.error(f"recall: {exc}") from exc
         return [nodes.raw("", widget.html, format="html")]
 
-    def _inline(self, kind: str) -> recall.Recall:
+    def _inline(self, kind: recall.Kind) -> recall.Recall:
         text = "\n".join(self.content)
-        parts = [p.strip() for p in text.split("\n---\n")]
+        parts: list[object] = [p.strip() for p in text.split("\n---\n")]
         if len(parts) != 2:
             raise ValueError(f"expected two parts separated by a '---' line, got {len(parts)}")
-        first, second = parts
-        item = self.options.get("item")
-        if kind == "reveal":
-            return recall.reveal(first, second, item=item)
-        if kind == "spot-the-error":
-            return recall.spot_the_error(first, second, item=item)
-        answer = _BOOL.get(str(self.options.get("answer", "")).strip().lower())
-        if answer is None:
-            raise ValueError("true-or-false needs ':answer: true' or ':answer: false'")
-        return recall.true_or_false(first, answer, second, item=item)
+        if kind is recall.TRUE_OR_FALSE:  # statement, answer, why
+            answer = _BOOL.get(str(self.options.get("answer", "")).strip().lower())
+            if answer is None:
+                raise ValueError(f"{kind.name} needs ':answer: true' or ':answer: false'")
+            parts.insert(1, answer)
+        return kind.widget(*parts, item=self.options.get("item"))
 
 
 @lru_cache(maxsize=None)
@@ -136,8 +134,15 @@ def gym_link(bank_id: str) -> str | None:
     number = int(Path(chapter).name[:2])
     target = f"../{chapter}" + (f"#{row['anchor']}" if row.get("anchor") else "")
     text = f"Chapter {number}, {chapter_title(chapter)}: {row['section']}"
-    text = text.replace("[", "\\[").replace("]", "\\]")
-    return f"Shown in [{text}]({target})."
+    return f"Shown in [{_link_text(text)}]({target})."
+
+
+def _link_text(text: str) -> str:
+    """``text`` safe inside a Markdown link's brackets: brackets escaped outside code spans
+    (inside one a backslash would be printed, as in `\\[MASK\\]`)."""
+    pieces = re.split(r"(`[^`]*`)", text)
+    return "".join(p if p.startswith("`") else p.replace("[", "\\[").replace("]", "\\]")
+                   for p in pieces)
 
 
 class RecallGymDirective(Directive):

@@ -19,47 +19,37 @@
     return a;
   }
 
-  // Per page, in the order of the book: answered of total, and right of committed for the
-  // questions with choices (true-or-false, multiple choice).
-  function tally(items, answers) {
+  // Per page, in the order of the book, the counts of recall-score.js: answered of total, and
+  // right of committed for the questions with choices.
+  function perPage(items, answers) {
     var pages = [], byUrl = {};
     items.forEach(function (it) {
-      var p = byUrl[it.url];
-      if (!p) {
-        p = byUrl[it.url] = { url: it.url, chapter: it.chapter, total: 0, answered: 0,
-          choice: 0, committed: 0, right: 0 };
-        pages.push(p);
-      }
-      var entry = answers[it.id];
-      var choice = it.kind === "tf" || it.kind === "mc";
-      p.total += 1;
-      if (choice) p.choice += 1;
-      if (!entry) return;
-      p.answered += 1;
-      if (entry.choice) {
-        p.committed += 1;
-        if (entry.right) p.right += 1;
-      }
+      if (!byUrl[it.url]) pages.push(byUrl[it.url] = { url: it.url, chapter: it.chapter, items: [] });
+      byUrl[it.url].items.push(it);
     });
-    return pages;
+    return pages.map(function (p) {
+      var counts = window.recallProgress.tally(p.items, answers);
+      counts.url = p.url;
+      counts.chapter = p.chapter;
+      return counts;
+    });
   }
 
   function render(report, items) {
     var P = window.recallProgress;
     var root = P.siteRoot();
     var answers = P.read();
-    var pages = tally(items, answers);
+    var pages = perPage(items, answers);
     report.textContent = "";
 
-    var ids = {}, missed = 0;
+    // the whole book, a question asked on two pages counted once
+    var ids = {};
     items.forEach(function (it) { ids[it.id] = it; });
-    var unique = Object.keys(ids);
-    var answered = unique.filter(function (id) { return answers[id]; });
-    unique.forEach(function (id) {
-      if (answers[id] && answers[id].choice && !answers[id].right) missed += 1;
-    });
+    var unique = Object.keys(ids).map(function (id) { return ids[id]; });
+    var book = P.tally(unique, answers);
+    var missed = book.committed - book.right;
     var summary = el("p", "", "progress-summary");
-    summary.append("You have answered " + answered.length + " of the book’s " + unique.length +
+    summary.append("You have answered " + book.answered + " of the book’s " + book.total +
       " questions" + (unique.length < items.length ?
       " (a question asked on two pages counts once)." : "."));
     if (missed) {
@@ -107,7 +97,7 @@
       body.appendChild(tr);
     });
     report.appendChild(table);
-    report.appendChild(clearControls(report, items, answered.length));
+    report.appendChild(clearControls(report, items, book.answered));
   }
 
   function clearControls(report, items, count) {

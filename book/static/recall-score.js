@@ -60,8 +60,28 @@
   function itemId(w) {
     return w.dataset.item || w.dataset.recallKey;
   }
+  // Whether the reader commits to one of its choices: the widget says so (data-choices), written
+  // from its kind in mlm_lib/book/recall.py, so no script names a kind.
   function isChoice(w) {
-    return !!w.querySelector(".recall-choice");
+    return w.dataset.choices === "true";
+  }
+
+  // The counts of a set of widgets, each {id, choices} (this page's, or a chapter's in
+  // _static/progress-items.js): how many, answered, with choices, committed, right.
+  function tally(entries, answers) {
+    var s = { total: 0, answered: 0, choice: 0, committed: 0, right: 0 };
+    entries.forEach(function (it) {
+      var entry = answers[it.id];
+      s.total += 1;
+      if (it.choices) s.choice += 1;
+      if (!entry) return;
+      s.answered += 1;
+      if (entry.choice) {
+        s.committed += 1;
+        if (entry.right) s.right += 1;
+      }
+    });
+    return s;
   }
 
   function badge(parent, text) {
@@ -92,23 +112,16 @@
   var box = null;
 
   function refresh() {
-    var widgets = document.querySelectorAll(".recall");
+    var widgets = Array.prototype.slice.call(document.querySelectorAll(".recall"));
     var answers = read();
-    var s = { answered: 0, choice: 0, committed: 0, right: 0 };
     widgets.forEach(function (w) {
-      var entry = answers[itemId(w)];
-      if (isChoice(w)) s.choice += 1;
-      if (!entry) return;
-      mark(w, entry);
-      s.answered += 1;
-      if (entry.choice) {
-        s.committed += 1;
-        if (entry.right) s.right += 1;
-      }
+      if (answers[itemId(w)]) mark(w, answers[itemId(w)]);
     });
+    var s = tally(widgets.map(function (w) { return { id: itemId(w), choices: isChoice(w) }; }),
+      answers);
     if (box) {
       box.firstChild.textContent = "Self-test on this page: " + s.answered + " of " +
-        widgets.length + " answered" + (s.choice ? " · choices right: " + s.right + " of " +
+        s.total + " answered" + (s.choice ? " · choices right: " + s.right + " of " +
         s.committed + " committed (" + s.choice + " on the page)" : "") + " · ";
     }
     document.dispatchEvent(new CustomEvent("recall-progress"));
@@ -171,7 +184,7 @@
 
   window.recallProgress = {
     read: read, write: write, persistent: persistent, siteRoot: siteRoot, pagePath: pagePath,
-    itemId: itemId, isChoice: isChoice, refresh: refresh,
+    itemId: itemId, isChoice: isChoice, tally: tally, refresh: refresh,
     clear: function () { write({}); },
   };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", setup);

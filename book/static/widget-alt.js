@@ -1,43 +1,55 @@
-// Site only. The ipywidgets embed manager draws the saved output of an interactive widget (a
-// plot made with the widget's default settings) as a bare <img>. Give each one alt text, so that
-// every figure on the page says what it is; the chapter's static figure next to the widget
-// carries the full description.
+// Site only. Names for what the ipywidgets embed manager draws from a chapter's saved widget
+// state, so that every figure and control on the page says what it is:
 //
-// It also draws a slider as a <div role="slider"> next to a <label> that is not tied to it, so a
-// screen reader announces a slider with no name. Each unnamed slider takes the text of its
-// widget's label ("shift", "mask rate"), and a label's empty tooltip ("null") is dropped.
+// - the saved output of an interactive widget (a plot made with the widget's default settings)
+//   is a bare <img>: it gets alt text (the chapter's static figure next to it carries the full
+//   description);
+// - a slider's handle (a <div role="slider">) and its editable readout sit next to a <label>
+//   that is not tied to them, so a screen reader announces controls with no name: each takes
+//   the text of its widget's label ("shift", "mask rate"), and a label's empty tooltip ("null")
+//   is dropped.
+//
+// The manager draws widgets after the page has loaded, and may add a handle after its widget,
+// so one observer names whatever it adds.
 (function () {
   "use strict";
   var TEXT = "Snapshot of the interactive widget's plot at its default settings " +
              "(a live kernel redraws it; the static figure nearby describes it in full).";
-  function label(root) {
-    var imgs = (root.querySelectorAll ? root : document).querySelectorAll(
-      ".jupyter-widgets img:not([alt]), .widget-output img:not([alt])");
-    for (var i = 0; i < imgs.length; i++) imgs[i].setAttribute("alt", TEXT);
-    var sliders = (root.querySelectorAll ? root : document).querySelectorAll(
-      ".jupyter-widgets [role=slider]:not([aria-label]):not([aria-labelledby])");
-    for (var k = 0; k < sliders.length; k++) name(sliders[k]);
+  var WIDGET = ".widget-slider, .jupyter-widgets, .widget-output";
+  var IMAGES = ".jupyter-widgets img:not([alt]), .widget-output img:not([alt])";
+  var HANDLES = '[role="slider"]:not([aria-label]):not([aria-labelledby])';
+  var READOUTS = ".widget-slider .widget-readout:not([aria-label])";
+
+  // The visible label of the widget that holds a control, its empty tooltip dropped.
+  function labelOf(control) {
+    var widget = control.closest(".widget-slider, .jupyter-widgets");
+    var label = widget && widget.querySelector(".widget-label");
+    if (!label) return "";
+    if (label.getAttribute("title") === "null") label.removeAttribute("title");
+    return label.textContent.trim();
   }
-  function name(slider) {
-    if (slider.hasAttribute("aria-label") || slider.hasAttribute("aria-labelledby")) return;
-    var widget = slider.closest(".widget-slider, .jupyter-widgets");
-    var text = widget && widget.querySelector(".widget-label");
-    if (text && text.getAttribute("title") === "null") text.removeAttribute("title");
-    var words = text && text.textContent.trim();
-    slider.setAttribute("aria-label", words || "Slider");
-  }
-  new MutationObserver(function (records) {
-    for (var r = 0; r < records.length; r++) {
-      for (var n = 0; n < records[r].addedNodes.length; n++) {
-        var node = records[r].addedNodes[n];
-        if (node.nodeType === 1) {
-          if (node.tagName === "IMG" && !node.hasAttribute("alt") &&
-              node.closest(".jupyter-widgets, .widget-output")) node.setAttribute("alt", TEXT);
-          if (node.matches("[role=slider]") && node.closest(".jupyter-widgets")) name(node);
-          label(node);
-        }
+
+  // Name everything unnamed in scope (an element, or the document).
+  function name(scope) {
+    scope.querySelectorAll(IMAGES).forEach(function (img) { img.setAttribute("alt", TEXT); });
+    scope.querySelectorAll(HANDLES).forEach(function (handle) {
+      if (handle.closest(".widget-slider, .jupyter-widgets")) {
+        handle.setAttribute("aria-label", labelOf(handle) || "Slider");
       }
-    }
+    });
+    scope.querySelectorAll(READOUTS).forEach(function (readout) {
+      var words = labelOf(readout);
+      if (words) readout.setAttribute("aria-label", words + " (value)");
+    });
+  }
+
+  new MutationObserver(function (records) {
+    records.forEach(function (record) {
+      record.addedNodes.forEach(function (node) {
+        // the widget the node was added to, so that the node itself is named too
+        if (node.nodeType === 1) name(node.closest(WIDGET) || node);
+      });
+    });
   }).observe(document.documentElement, { childList: true, subtree: true });
-  document.addEventListener("DOMContentLoaded", function () { label(document); });
+  document.addEventListener("DOMContentLoaded", function () { name(document); });
 })();

@@ -27,23 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import altair as alt
-from matplotlib.colors import to_hex
 
-from mlm_lib.book.viz import MODEL_COLOR, REFERENCE_COLOR, REST_LABEL, TRUE_COLOR
+from mlm_lib.book.viz import (BROKEN_COLOR, MODEL_COLOR, REFERENCE_COLOR, REST_LABEL, TEXT_COLOR,
+                              TRUE_COLOR, TRUE_TEXT_COLOR)
 
 VEGALITE_MIME = "application/vnd.vegalite.v5+json"
 # The class the site's script looks for; the JSON specification sits next to the chart's div.
 SPEC_CLASS = "live-chart-spec"
 CHART_CLASS = "live-chart"
-
-TRUE_HEX = to_hex(TRUE_COLOR)
-MODEL_HEX = to_hex(MODEL_COLOR)
-REFERENCE_HEX = to_hex(REFERENCE_COLOR)
-# Numbers that broke (inf, nan) in the softmax table; dark enough to read as text (WCAG AA).
-BROKEN_HEX = "#b22222"
-# The true word's orange, darkened until it reads as text on white (WCAG AA).
-TRUE_DARK_HEX = "#b35300"
-TEXT_HEX = "#222222"
 
 
 @dataclass(frozen=True)
@@ -94,7 +85,7 @@ def _slider(name: str, label: str, value: float, lo: float, hi: float, step: flo
 
 
 def _text_layer(base: alt.Chart, text: str, name: str, **encoding: Any) -> alt.Chart:
-    return base.mark_text(fontSize=12, color=TEXT_HEX, **encoding).encode(
+    return base.mark_text(fontSize=12, color=TEXT_COLOR, **encoding).encode(
         text=alt.Text(text)).properties(name=name)
 
 
@@ -131,16 +122,31 @@ def p_hill_loss(words: Sequence[str], shares: Sequence[float], true_word: str) -
     base = alt.Chart(alt.Data(values=rows))
     for field, expr in p_hill_formulas().items():
         base = base.transform_calculate(**{field: expr})
+    left = _p_hill_bars(base, words)
+    one = base.transform_filter("datum.is_true")
+    chart = alt.vconcat(alt.hconcat(left, _p_hill_loss_bars(one, true_word)),
+                        _p_hill_summary(one, true_word)).add_params(slider)
+    return _finish(chart, f"Bar charts of the {len(words)} probabilities and of the loss "
+                          f"-log P({true_word}), now and after halving P({true_word}), recomputed "
+                          f"as the P({true_word}) slider moves.")
+
+
+def _p_hill_bars(base: alt.Chart, words: Sequence[str]) -> alt.LayerChart:
+    """The words' probabilities, the true word's bar in its colour, each bar with its number."""
     bars = base.mark_bar().encode(
         x=alt.X("word:N", sort=list(words), title=None, axis=alt.Axis(labelAngle=0)),
         y=alt.Y("q:Q", scale=alt.Scale(domain=[0, 1]), title="probability"),
-        color=alt.condition("datum.is_true", alt.value(TRUE_HEX), alt.value(MODEL_HEX)))
+        color=alt.condition("datum.is_true", alt.value(TRUE_COLOR), alt.value(MODEL_COLOR)))
     labels = _text_layer(base.transform_calculate(label="format(datum.q, '.4f')"), "label:N",
                          "p_hill_bar_labels", dy=-8).encode(
         x=alt.X("word:N", sort=list(words)), y="q:Q")
-    left = alt.layer(bars, labels).properties(width=240, height=200,
+    return alt.layer(bars, labels).properties(width=240, height=200,
                                               title=f"the {len(words)} probabilities")
-    one = base.transform_filter("datum.is_true")
+
+
+def _p_hill_loss_bars(one: alt.Chart, true_word: str) -> alt.LayerChart:
+    """The loss now and after halving P(true word), as two labelled bars (``one``: the true
+    word's row)."""
     pairs = one.transform_fold(["loss", "half"], as_=["which", "value"]).transform_calculate(
         bar=f"datum.which == 'loss' ? 'loss now' : 'after halving P({true_word})'",
         label="format(datum.value, '.3f')")
@@ -148,13 +154,17 @@ def p_hill_loss(words: Sequence[str], shares: Sequence[float], true_word: str) -
         y=alt.Y("bar:N", sort=["loss now", f"after halving P({true_word})"], title=None),
         x=alt.X("value:Q", scale=alt.Scale(domain=[0, 10], clamp=True),
                 title=f"loss = -log P({true_word})"),
-        color=alt.condition("datum.which == 'loss'", alt.value(TRUE_HEX),
-                            alt.value(REFERENCE_HEX)))
+        color=alt.condition("datum.which == 'loss'", alt.value(TRUE_COLOR),
+                            alt.value(REFERENCE_COLOR)))
     loss_labels = _text_layer(pairs, "label:N", "p_hill_loss_labels", align="left", dx=4).encode(
         y=alt.Y("bar:N", sort=["loss now", f"after halving P({true_word})"]),
         x=alt.X("value:Q", scale=alt.Scale(domain=[0, 10], clamp=True)))
-    right = alt.layer(loss_bars, loss_labels).properties(
+    return alt.layer(loss_bars, loss_labels).properties(
         width=200, height=200, title=["the loss, and what", f"halving P({true_word}) adds"])
+
+
+def _p_hill_summary(one: alt.Chart, true_word: str) -> alt.Chart:
+    """Two lines of text: P(true word) and the loss, and what halving P adds to the loss."""
     p, half_p = "format(datum.p_hill, '.4f')", "format(datum.p_hill / 2, '.4f')"
     loss, half = "format(datum.loss, '.3f')", "format(datum.half, '.3f')"
     gap = "format(datum.half - datum.loss, '.3f')"
@@ -163,12 +173,8 @@ def p_hill_loss(words: Sequence[str], shares: Sequence[float], true_word: str) -
         line2=f"'halve P({true_word}) to ' + {half_p} + ' and the loss becomes ' + {half}"
               f" + ' (+' + {gap} + ')'",
     ).transform_fold(["line1", "line2"], as_=["line", "text"])
-    summary = _text_layer(lines, "text:N", "p_hill_summary", align="left").encode(
+    return _text_layer(lines, "text:N", "p_hill_summary", align="left").encode(
         y=alt.Y("line:N", axis=None), x=alt.value(0)).properties(width=560, height=40)
-    chart = alt.vconcat(alt.hconcat(left, right), summary).add_params(slider)
-    return _finish(chart, f"Bar charts of the {len(words)} probabilities and of the loss "
-                          f"-log P({true_word}), now and after halving P({true_word}), recomputed "
-                          f"as the P({true_word}) slider moves.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,14 +190,7 @@ def masked_sets(tokens: Sequence[str], states: dict[tuple[float, int], Sequence[
     in Python beforehand); the browser looks the chosen one up and shows the same table as
     :func:`mlm_lib.book.viz.token_table`: the rate sets how many positions M takes, the seed which.
     """
-    rates = sorted({r for r, _ in states})
-    seeds = sorted({s for _, s in states})
-    if len(states) != len(rates) * len(seeds):
-        raise ValueError("states must hold every (rate, seed) pair of the two sliders")
-    steps = {round(b - a, 10) for a, b in zip(rates, rates[1:])}
-    if len(steps) > 1 or seeds != list(range(seeds[0], seeds[-1] + 1)):
-        raise ValueError("the rates and the seeds must each be evenly spaced")
-    rate_step = steps.pop() if steps else 1.0
+    rates, seeds, rate_step = _rate_and_seed_stops(states)
     n = len(tokens)
     # One row per rate: the masks of every seed, one 0/1 character per position, end to end.
     looked_up = [{"rate_key": f"{r:.2f}", "masks": "".join(
@@ -202,8 +201,6 @@ def masked_sets(tokens: Sequence[str], states: dict[tuple[float, int], Sequence[
         raise ValueError(f"the starting setting {start} is not one of the states")
     params = [_slider("rate", "mask rate", start[0], rates[0], rates[-1], rate_step),
               _slider("seed", "seed", start[1], seeds[0], seeds[-1], 1)]
-    listed = " + ".join(f"(substring(datum.mask, {i}, {i + 1}) == '1' ? '{i}, ' : '')"
-                        for i in range(n))
     base = (alt.Chart(alt.Data(values=rows))
             .transform_calculate(rate_key="format(rate, '.2f')")
             .transform_lookup(lookup="rate_key", from_=alt.LookupData(
@@ -211,29 +208,55 @@ def masked_sets(tokens: Sequence[str], states: dict[tuple[float, int], Sequence[
             .transform_calculate(mask=f"substring(datum.masks, (seed - {seeds[0]}) * {n}, "
                                       f"(seed - {seeds[0]} + 1) * {n})")
             .transform_calculate(member="substring(datum.mask, datum.i, datum.i + 1) == '1'"))
+    table = _masked_table(base, n, mask_token)
+    chart = alt.vconcat(_masked_header(base, n), table).add_params(*params)
+    return _finish(chart, "A table of the sentence's positions and tokens, marking which are in "
+                          "M and what the model sees, for the mask rate and seed on the sliders.")
+
+
+def _rate_and_seed_stops(states: dict[tuple[float, int], Sequence[int]]
+                         ) -> tuple[list[float], list[int], float]:
+    """The rates and seeds of ``states`` (every pair present, each evenly spaced) and the rate
+    slider's step."""
+    rates = sorted({r for r, _ in states})
+    seeds = sorted({s for _, s in states})
+    if len(states) != len(rates) * len(seeds):
+        raise ValueError("states must hold every (rate, seed) pair of the two sliders")
+    steps = {round(b - a, 10) for a, b in zip(rates, rates[1:])}
+    if len(steps) > 1 or seeds != list(range(seeds[0], seeds[-1] + 1)):
+        raise ValueError("the rates and the seeds must each be evenly spaced")
+    return rates, seeds, steps.pop() if steps else 1.0
+
+
+def _masked_table(base: alt.Chart, n: int, mask_token: str) -> alt.Chart:
+    """The table of :func:`mlm_lib.book.viz.token_table`: i, x_i, in M, x_\\M, one row per
+    position, the positions of M in the true word's text colour."""
     cells = base.transform_calculate(
         c_i="'' + datum.i", c_token="datum.token", c_in_m="datum.member ? 'yes' : ''",
         c_seen=f"datum.member ? '{mask_token}' : datum.token").transform_fold(
         ["c_i", "c_token", "c_in_m", "c_seen"], as_=["field", "text"]).transform_calculate(
         column="{'c_i': 'i', 'c_token': 'x_i', 'c_in_m': 'in M', 'c_seen': 'x_\\\\M'}[datum.field]")
-    table = cells.mark_text(fontSize=12, align="left").encode(
+    return cells.mark_text(fontSize=12, align="left").encode(
         x=alt.X("column:N", sort=["i", "x_i", "in M", "x_\\M"], title=None,
                 axis=alt.Axis(orient="top", labelAngle=0, ticks=False, domain=False,
                               labelFontWeight="bold", labelFontSize=12, labelAlign="left",
                               labelPadding=6)),
         y=alt.Y("i:O", axis=None),
         text="text:N",
-        color=alt.condition("datum.member", alt.value(TRUE_DARK_HEX), alt.value(TEXT_HEX)),
-    ).properties(width=380, height=18 * len(tokens), name="masked_table")
-    header = _text_layer(base.transform_filter("datum.i == 0").transform_calculate(
+        color=alt.condition("datum.member", alt.value(TRUE_TEXT_COLOR), alt.value(TEXT_COLOR)),
+    ).properties(width=380, height=18 * n, name="masked_table")
+
+
+def _masked_header(base: alt.Chart, n: int) -> alt.Chart:
+    """One line above the table listing M's positions, e.g. "M = {2, 5}"."""
+    listed = " + ".join(f"(substring(datum.mask, {i}, {i + 1}) == '1' ? '{i}, ' : '')"
+                        for i in range(n))
+    return _text_layer(base.transform_filter("datum.i == 0").transform_calculate(
         listed=listed).transform_calculate(
         m_text="length(datum.listed) ? 'M = {' + slice(datum.listed, 0, -2) + '}' "
                ": 'M = {} (empty)'"),
         "m_text:N", "masked_set", align="left", fontWeight="bold").encode(
         x=alt.value(0), y=alt.value(10)).properties(width=380, height=20)
-    chart = alt.vconcat(header, table).add_params(*params)
-    return _finish(chart, "A table of the sentence's positions and tokens, marking which are in "
-                          "M and what the model sees, for the mask rate and seed on the sliders.")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,7 +328,7 @@ def temperature_softmax(words: Sequence[str], scores: Sequence[float], shown: Se
         x=alt.X("word:N", sort=order, title=None, axis=alt.Axis(labelAngle=-45)),
         y=alt.Y("p:Q", scale=alt.Scale(domain=[0, 1]), title="P(v | x without M)"),
         color=alt.Color("kind:N", scale=alt.Scale(domain=["true_word", "word", "rest"],
-                                                  range=[TRUE_HEX, MODEL_HEX, REFERENCE_HEX]),
+                                                  range=[TRUE_COLOR, MODEL_COLOR, REFERENCE_COLOR]),
                         legend=None))
     labels = _text_layer(base, "label:N", "temperature_bar_labels", dy=-8).encode(
         x=alt.X("word:N", sort=order), y="p:Q")
@@ -401,34 +424,8 @@ def naive_vs_log_softmax(base: Sequence[float]) -> LiveChart:
         alt.param(name="dtype", value="float32",
                   bind=alt.binding_select(options=list(FLOAT_FORMATS), name="dtype ")),
     ]
-    chart = alt.Chart(alt.Data(values=rows))
-    for field, expr in softmax_formulas():
-        if isinstance(expr, tuple):
-            chart = chart.transform_joinaggregate(**{field: f"{expr[0]}({expr[1]})"})
-        else:
-            chart = chart.transform_calculate(**{field: expr})
-        for name, step in round_to_dtype(field):
-            chart = chart.transform_calculate(**{name: step})
-    for field in SOFTMAX_COLUMNS:
-        chart = chart.transform_calculate(**{f"{field}_text": _python_number(field)})
-    chart = chart.transform_calculate(
-        naive_bad="isFinite(datum.log_naive_p) ? 0 : 1",
-        stable_ok="isFinite(datum.log_softmax) ? 1 : 0").transform_joinaggregate(
-        naive_broken="sum(naive_bad)", stable_finite="sum(stable_ok)")
-    cells = chart.transform_fold([f"{f}_text" for f in SOFTMAX_COLUMNS],
-                                 as_=["field", "text"]).transform_calculate(
-        column="{" + ", ".join(f"'{f}_text': '{h}'" for f, h in SOFTMAX_COLUMNS.items())
-               + "}[datum.field]",
-        broken="datum.text == 'inf' || datum.text == '-inf' || datum.text == 'nan'")
-    headers = list(SOFTMAX_COLUMNS.values())
-    table = cells.mark_text(fontSize=12, align="right", dx=40).encode(
-        x=alt.X("column:N", sort=headers, title=None,
-                axis=alt.Axis(orient="top", labelAngle=0, ticks=False, domain=False,
-                              labelFontWeight="bold", labelFontSize=12)),
-        y=alt.Y("row:O", axis=None, sort="ascending"),
-        text="text:N",
-        color=alt.condition("datum.broken", alt.value(BROKEN_HEX), alt.value(TEXT_HEX)),
-    ).properties(width=600, height=130, name="softmax_table")
+    chart = _softmax_steps(alt.Chart(alt.Data(values=rows)))
+    table = _softmax_table(chart)
     summary = _text_layer(
         chart.transform_filter("datum.row == 0").transform_calculate(
             text=f"'naive: ' + datum.naive_broken + ' of {len(rows)} log-probabilities are inf "
@@ -439,6 +436,42 @@ def naive_vs_log_softmax(base: Sequence[float]) -> LiveChart:
     return _finish(top, f"A table of {len(rows)} scores, their exponentials, the naive softmax, "
                         "its log and log_softmax, recomputed as the shift, spread and dtype "
                         "controls change.")
+
+
+def _softmax_steps(chart: alt.Chart) -> alt.Chart:
+    """:func:`softmax_formulas` on the rows, each result rounded to the dtype, then each column
+    as Python prints it and the counts of broken and finite log-probabilities."""
+    for field, expr in softmax_formulas():
+        if isinstance(expr, tuple):
+            chart = chart.transform_joinaggregate(**{field: f"{expr[0]}({expr[1]})"})
+        else:
+            chart = chart.transform_calculate(**{field: expr})
+        for name, step in round_to_dtype(field):
+            chart = chart.transform_calculate(**{name: step})
+    for field in SOFTMAX_COLUMNS:
+        chart = chart.transform_calculate(**{f"{field}_text": _python_number(field)})
+    return chart.transform_calculate(
+        naive_bad="isFinite(datum.log_naive_p) ? 0 : 1",
+        stable_ok="isFinite(datum.log_softmax) ? 1 : 0").transform_joinaggregate(
+        naive_broken="sum(naive_bad)", stable_finite="sum(stable_ok)")
+
+
+def _softmax_table(chart: alt.Chart) -> alt.Chart:
+    """The table of :data:`SOFTMAX_COLUMNS`, one line per score, inf and nan in their colour."""
+    cells = chart.transform_fold([f"{f}_text" for f in SOFTMAX_COLUMNS],
+                                 as_=["field", "text"]).transform_calculate(
+        column="{" + ", ".join(f"'{f}_text': '{h}'" for f, h in SOFTMAX_COLUMNS.items())
+               + "}[datum.field]",
+        broken="datum.text == 'inf' || datum.text == '-inf' || datum.text == 'nan'")
+    headers = list(SOFTMAX_COLUMNS.values())
+    return cells.mark_text(fontSize=12, align="right", dx=40).encode(
+        x=alt.X("column:N", sort=headers, title=None,
+                axis=alt.Axis(orient="top", labelAngle=0, ticks=False, domain=False,
+                              labelFontWeight="bold", labelFontSize=12)),
+        y=alt.Y("row:O", axis=None, sort="ascending"),
+        text="text:N",
+        color=alt.condition("datum.broken", alt.value(BROKEN_COLOR), alt.value(TEXT_COLOR)),
+    ).properties(width=600, height=130, name="softmax_table")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -474,6 +507,17 @@ def sgd_steps(n: int = 10, floor: float = 1e-7) -> LiveChart:
         run = run.transform_calculate(**{field: expr})
     for k in range(n + 1):
         run = run.transform_calculate(**{f"p_{k}": f"max(datum.p_{k}, {floor!r})"})
+    picture = _sgd_picture(run, n)
+    title, listing = _sgd_text(run, n)
+    chart = alt.vconcat(title, picture, listing).add_params(*params)
+    return _finish(chart, f"Line chart of -log p and log p against p, with the {n} SGD steps "
+                          "from p0 drawn on it, recomputed as the p0, learning rate and "
+                          "drop_minus controls change.")
+
+
+def _sgd_picture(run: alt.Chart, n: int) -> alt.LayerChart:
+    """The curves -log p and log p against p on a log scale, with the steps' path drawn on the
+    curve that is being minimised."""
     path = run.transform_fold([f"p_{k}" for k in range(n + 1)], as_=["step_name", "p"]
                               ).transform_calculate(
         step="toNumber(slice(datum.step_name, 2))",
@@ -491,7 +535,7 @@ def sgd_steps(n: int = 10, floor: float = 1e-7) -> LiveChart:
     y_scale = alt.Scale(domain=[-17, 17], clamp=True)
     names = ["-log p (the loss)", "log p", f"{n} SGD steps"]
     color = alt.Color("curve_name:N", title=None, legend=alt.Legend(orient="top-right"),
-                      scale=alt.Scale(domain=names, range=[MODEL_HEX, REFERENCE_HEX, TRUE_HEX]))
+                      scale=alt.Scale(domain=names, range=[MODEL_COLOR, REFERENCE_COLOR, TRUE_COLOR]))
     lines = curve.mark_line().encode(
         x=x, y=alt.Y("y:Q", scale=y_scale, title=None), color=color,
         strokeDash=alt.StrokeDash("curve_name:N", title=None,
@@ -501,7 +545,11 @@ def sgd_steps(n: int = 10, floor: float = 1e-7) -> LiveChart:
         x=x, y=alt.Y("objective:Q", scale=y_scale), color=color, order="step:Q")
     zero = alt.Chart(alt.Data(values=[{"y": 0}])).mark_rule(
         color="black", strokeWidth=0.8).encode(y=alt.Y("y:Q", scale=y_scale))
-    picture = alt.layer(lines, zero, points).properties(width=520, height=300)
+    return alt.layer(lines, zero, points).properties(width=520, height=300)
+
+
+def _sgd_text(run: alt.Chart, n: int) -> tuple[alt.Chart, alt.Chart]:
+    """A title line (what is minimised, where p starts and ends) and the p after each step."""
     fmt = [f"format(datum.p_{k}, '.3~g')" for k in range(n + 1)]
     title = _text_layer(run.transform_calculate(
         text="'minimising ' + (drop_minus ? 'log p (minus dropped)' : '-log p') + ': p goes ' + "
@@ -511,10 +559,7 @@ def sgd_steps(n: int = 10, floor: float = 1e-7) -> LiveChart:
     listing = _text_layer(run.transform_calculate(
         text="'p after each step: ' + " + " + ', ' + ".join(fmt)), "text:N", "sgd_listing",
         align="left").encode(x=alt.value(0), y=alt.value(10)).properties(width=520, height=20)
-    chart = alt.vconcat(title, picture, listing).add_params(*params)
-    return _finish(chart, f"Line chart of -log p and log p against p, with the {n} SGD steps "
-                          "from p0 drawn on it, recomputed as the p0, learning rate and "
-                          "drop_minus controls change.")
+    return title, listing
 
 
 # ---------------------------------------------------------------------------------------------
@@ -553,6 +598,27 @@ def masked_sum_terms(tokens: Sequence[str], terms: dict[tuple[int, ...], Sequenc
     (the subsets of one position). Only the positions that can be ticked have rows of data; the
     axis lists every token. The x axis is fixed, so bars can be compared across settings.
     """
+    positions = _subset_positions(terms, start)
+    labels = [f"{i}: {t}" for i, t in enumerate(tokens)]
+    rows = _masked_sum_rows(terms, positions, labels)
+    params = [alt.param(name=f"m{p}", value=p in start,
+                        bind=alt.binding_checkbox(name=f"{labels[p]} ")) for p in positions]
+    base = alt.Chart(alt.Data(values=rows))
+    for field, expr in masked_sum_formulas(positions).items():
+        base = base.transform_calculate(**{field: expr})
+    top = max(float(v) for values in terms.values() for v in values)
+    picture = _masked_sum_bars(base, labels, math.ceil(top) + 2)
+    chart = alt.vconcat(_masked_sum_total(base), picture).add_params(*params)
+    return _finish(chart, f"Bar chart of the loss term -log P(x_i | x_\\M) at each of the "
+                          f"{len(tokens)} positions of the sentence, orange for the positions in "
+                          "M and zero elsewhere, with grey marks at each term hidden alone and "
+                          "the sum L, recomputed as the position checkboxes change.")
+
+
+def _subset_positions(terms: dict[tuple[int, ...], Sequence[float]], start: Sequence[int]
+                      ) -> list[int]:
+    """The positions that can be ticked, once ``terms`` is checked to hold every non-empty
+    subset of them with one term per position, and ``start`` to lie within them."""
     positions = sorted({p for m in terms for p in m})
     wanted = {tuple(p for k, p in enumerate(positions) if index >> k & 1)
               for index in range(1, 2 ** len(positions))}
@@ -562,7 +628,13 @@ def masked_sum_terms(tokens: Sequence[str], terms: dict[tuple[int, ...], Sequenc
         raise ValueError("each subset needs one term per position")
     if not set(start) <= set(positions):
         raise ValueError(f"the starting set {sorted(start)} is not within {positions}")
-    labels = [f"{i}: {t}" for i, t in enumerate(tokens)]
+    return positions
+
+
+def _masked_sum_rows(terms: dict[tuple[int, ...], Sequence[float]], positions: Sequence[int],
+                     labels: Sequence[str]) -> list[dict[str, Any]]:
+    """One row per position that can be ticked: its bit, its term in every M that holds it (by
+    subset number, None elsewhere) and its term when hidden alone."""
     rows: list[dict[str, Any]] = []
     for k, p in enumerate(positions):
         by_index: list[float | None] = [None] * 2 ** len(positions)
@@ -571,17 +643,17 @@ def masked_sum_terms(tokens: Sequence[str], terms: dict[tuple[int, ...], Sequenc
                 by_index[subset_index(m, positions)] = float(values[list(m).index(p)])
         rows.append({"i": p, "label": labels[p], "bit": k, "terms": by_index,
                      "alone": float(terms[(p,)][0])})
-    params = [alt.param(name=f"m{p}", value=p in start,
-                        bind=alt.binding_checkbox(name=f"{labels[p]} ")) for p in positions]
-    base = alt.Chart(alt.Data(values=rows))
-    for field, expr in masked_sum_formulas(positions).items():
-        base = base.transform_calculate(**{field: expr})
-    top = max(float(v) for values in terms.values() for v in values)
-    x_scale = alt.Scale(domain=[0, math.ceil(top) + 2])
+    return rows
+
+
+def _masked_sum_bars(base: alt.Chart, labels: Sequence[str], x_max: float) -> alt.LayerChart:
+    """Each position's term in this M (a bar) and hidden alone (a grey mark), on a fixed x axis
+    from 0 to ``x_max``, with every token on the y axis."""
+    x_scale = alt.Scale(domain=[0, x_max])
     y = alt.Y("label:N", sort=labels, scale=alt.Scale(domain=labels), title=None)
     kinds = ["term in this M", "term if hidden alone"]
     color = alt.Color("kind:N", title=None, legend=alt.Legend(orient="top"),
-                      scale=alt.Scale(domain=kinds, range=[TRUE_HEX, REFERENCE_HEX]))
+                      scale=alt.Scale(domain=kinds, range=[TRUE_COLOR, REFERENCE_COLOR]))
     bars = base.transform_calculate(kind=f"'{kinds[0]}'").mark_bar().encode(
         x=alt.X("term:Q", scale=x_scale, title="-log P(x_i | x_\\M)"), y=y, color=color)
     in_m = base.transform_filter("datum.in_m")
@@ -592,7 +664,11 @@ def masked_sum_terms(tokens: Sequence[str], terms: dict[tuple[int, ...], Sequenc
         text="format(datum.term, '.3f')", label_x="max(datum.term, datum.alone)"),
         "text:N", "masked_sum_bar_labels", align="left", dx=5).encode(
         x=alt.X("label_x:Q", scale=x_scale), y=y)
-    picture = alt.layer(bars, alone, bar_labels).properties(width=250, height=16 * len(tokens))
+    return alt.layer(bars, alone, bar_labels).properties(width=250, height=16 * len(labels))
+
+
+def _masked_sum_total(base: alt.Chart) -> alt.Chart:
+    """Two lines of text: L and |M|, and what the same positions add up to hidden one by one."""
     total = base.transform_joinaggregate(
         L="sum(term)", size="sum(in_m)", alone_sum="sum(alone_in_m)").transform_filter(
         "datum.bit == 0").transform_calculate(
@@ -601,10 +677,5 @@ def masked_sum_terms(tokens: Sequence[str], terms: dict[tuple[int, ...], Sequenc
         line2="datum.size ? 'the same positions, each hidden alone, add up to ' + "
               "format(datum.alone_sum, '.3f') : 'a sum with no terms: tick a box to add one'",
     ).transform_fold(["line1", "line2"], as_=["line", "text"])
-    summary = _text_layer(total, "text:N", "masked_sum_total", align="left").encode(
+    return _text_layer(total, "text:N", "masked_sum_total", align="left").encode(
         y=alt.Y("line:N", axis=None), x=alt.value(0)).properties(width=250, height=36)
-    chart = alt.vconcat(summary, picture).add_params(*params)
-    return _finish(chart, f"Bar chart of the loss term -log P(x_i | x_\\M) at each of the "
-                          f"{len(tokens)} positions of the sentence, orange for the positions in "
-                          "M and zero elsewhere, with grey marks at each term hidden alone and "
-                          "the sum L, recomputed as the position checkboxes change.")

@@ -29,7 +29,17 @@ chapter's source would otherwise print the answer right above the widget that hi
 
 The fields of each kind: ``reveal`` question, answer; ``true-or-false`` statement, answer (true or
 false), why; ``spot-the-error`` statement, error; ``multiple-choice`` question, options (at least
-two, at least one correct; several may be).
+two, at least one correct; several may be). A kind's name is its one identifier: the data files,
+the widget's ``data-recall`` attribute, the Anki deck's tags and the site's scripts all use it
+(:data:`KINDS`). The widget also says whether its kind has choices (``data-choices``), so that
+the site's scripts count choices without naming any kind.
+
+Any item may also say where its numbers come from, for the test that every number in an item is
+one a chapter printed (``tests/test_prose_numbers.py``): ``given`` lists numbers the question
+itself sets (a hypothetical probability); ``worked`` maps a number to the arithmetic that gives it
+(a Python expression over ``math``, checked here to round to the number as written);
+``cited`` maps a key of ``book/references.bib`` to the numbers quoted from that source; and
+``printed_in`` names other chapters (``10_pretraining``) whose outputs print its numbers.
 
 An id is unique across all the files: a question-bank id (``TF9``), ``<bank id>.gym`` for the
 gym's wording, or a short id of its own (``Q5.1``). A number the chapter computes goes into the text
@@ -51,7 +61,10 @@ markup.
 from __future__ import annotations
 
 import difflib
+import hashlib
 import html
+import math
+import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -60,8 +73,12 @@ from pathlib import Path
 
 __all__ = [
     "Recall", "recall", "reveal", "true_or_false", "spot_the_error", "multiple_choice",
-    "render_text", "load_items", "check", "render", "Item", "KINDS", "ITEMS_DIR",
+    "render_text", "load_items", "check", "render", "Item", "Kind", "KINDS", "REVEAL",
+    "TRUE_OR_FALSE", "SPOT_THE_ERROR", "MULTIPLE_CHOICE", "PLACEHOLDER", "ITEMS_DIR",
 ]
+
+# Optional fields of every kind: where an item's numbers come from (see the module docstring).
+PROVENANCE_FIELDS = ("given", "worked", "cited", "printed_in")
 
 # Where the items live: package data, so that a chapter run on Colab from a pip-installed mlm_lib
 # finds them.
@@ -95,6 +112,33 @@ _TAG = (
     "font-size:0.75em;font-weight:600;letter-spacing:0.04em;text-transform:uppercase;"
     "opacity:0.75;margin-right:0.5em"
 )
+
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of recall item. Its ``name`` is its only identifier: the ``kind`` field of a data
+    file, the widget's ``data-recall`` attribute (which the site's scripts and the progress page
+    read), and the kind's tag in the Anki deck."""
+
+    name: str
+    label: str  # the tag the widget shows
+    fields: tuple[str, ...]  # an item's fields, in the order the widget function takes them
+    choices: bool  # the reader commits to one choice, which is right or wrong (data-choices)
+
+    def widget(self, *args: object, item: str | None = None) -> Recall:
+        """The widget of this kind from its fields' values, in the order of ``fields``."""
+        return _WIDGETS[self](*args, item=item)
+
+
+REVEAL = Kind("reveal", "Recall", ("question", "answer"), choices=False)
+TRUE_OR_FALSE = Kind("true-or-false", "True or false", ("statement", "answer", "why"), choices=True)
+SPOT_THE_ERROR = Kind("spot-the-error", "Spot the error", ("statement", "error"), choices=False)
+MULTIPLE_CHOICE = Kind("multiple-choice", "Multiple choice", ("question", "options"), choices=True)
+KINDS: dict[str, Kind] = {k.name: k for k in (REVEAL, TRUE_OR_FALSE, SPOT_THE_ERROR, MULTIPLE_CHOICE)}
+
+# A number the chapter passes in: ``{{name}}`` or ``{{name:spec}}`` (a format spec).
+PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*(?::([^{}]*))?\}\}")
 
 _MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.S)
 _CODE = re.compile(r"`([^`]+)`")
@@ -173,18 +217,18 @@ class Recall:
         return f"Recall(kind={self.kind!r})"
 
 
-def _frame(kind: str, label: str, item: str | None, body: str) -> Recall:
+def _frame(kind: Kind, item: str | None, body: str) -> Recall:
     """The box around every widget: a small tag naming its kind (and item id), then ``body``."""
     item = _check_item(item)
     data_item = f' data-item="{item}"' if item else ""
     # The gym's wording of an item (``TF9.gym``) is shown under its bank id: it is the same item.
     shown = item.removesuffix(".gym") if item else None
-    tag = f'<span class="recall-tag" style="{_TAG}">{label}{" · " + shown if shown else ""}</span>'
+    tag = f'<span class="recall-tag" style="{_TAG}">{kind.label}{" · " + shown if shown else ""}</span>'
     markup = (
-        f'<div class="recall recall-{kind} tex2jax_process" data-recall="{kind}"{data_item}'
-        f' style="{_BOX}">{tag}{body}</div>'
+        f'<div class="recall recall-{kind.name} tex2jax_process" data-recall="{kind.name}"'
+        f' data-choices="{str(kind.choices).lower()}"{data_item} style="{_BOX}">{tag}{body}</div>'
     )
-    return Recall(kind=kind, html=markup)
+    return Recall(kind=kind.name, html=markup)
 
 
 def _hidden_answer(summary: str, answer: str) -> str:
@@ -201,7 +245,7 @@ def reveal(question: str, answer: str, *, item: str | None = None) -> Recall:
     q = _rendered(question, "question")
     a = _rendered(answer, "answer")
     body = f'<div class="recall-question">{q}</div>' + _hidden_answer("Show the answer", a)
-    return _frame("reveal", "Recall", item, body)
+    return _frame(REVEAL, item, body)
 
 
 def true_or_false(statement: str, answer: bool, why: str, *, item: str | None = None) -> Recall:
@@ -231,7 +275,7 @@ def true_or_false(statement: str, answer: bool, why: str, *, item: str | None = 
             f'<div class="recall-answer">{verdict} {w}</div></details>'
         )
     body = f'<div class="recall-question">{s}</div>' + _PROMPT + "".join(choices)
-    return _frame("tf", "True or false", item, body)
+    return _frame(TRUE_OR_FALSE, item, body)
 
 
 def spot_the_error(statement: str, error: str, *, item: str | None = None) -> Recall:
@@ -242,7 +286,7 @@ def spot_the_error(statement: str, error: str, *, item: str | None = None) -> Re
         f'<blockquote class="recall-question" style="margin:0.4em 0;font-style:italic">'
         f"{s}</blockquote>" + _hidden_answer("Name the error, then reveal", e)
     )
-    return _frame("spot", "Spot the error", item, body)
+    return _frame(SPOT_THE_ERROR, item, body)
 
 
 def multiple_choice(question: str, options: Sequence[Mapping], *, item: str | None = None) -> Recall:
@@ -279,21 +323,13 @@ def multiple_choice(question: str, options: Sequence[Mapping], *, item: str | No
     if not any(o.get("correct") is True for o in options):
         raise ValueError("no option is correct: mark at least one with correct: true")
     body = f'<div class="recall-question">{q}</div>' + _PROMPT + "".join(choices)
-    return _frame("mc", "Multiple choice", item, body)
+    return _frame(MULTIPLE_CHOICE, item, body)
 
 
 # --- items as data ------------------------------------------------------------------------------
 
-# The fields of each kind, in the order the widget function takes them.
-KINDS: dict[str, tuple[str, ...]] = {
-    "reveal": ("question", "answer"),
-    "true-or-false": ("statement", "answer", "why"),
-    "spot-the-error": ("statement", "error"),
-    "multiple-choice": ("question", "options"),
-}
-_WIDGETS = {"reveal": reveal, "true-or-false": true_or_false, "spot-the-error": spot_the_error,
-            "multiple-choice": multiple_choice}
-_PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]\w*)\s*(?::([^{}]*))?\}\}")
+_WIDGETS = {REVEAL: reveal, TRUE_OR_FALSE: true_or_false, SPOT_THE_ERROR: spot_the_error,
+            MULTIPLE_CHOICE: multiple_choice}
 
 
 @dataclass(frozen=True)
@@ -310,7 +346,16 @@ class Item:
 
     def placeholders(self) -> set[str]:
         """The names of the numbers the chapter passes in (``{{name}}`` in the texts)."""
-        return {m.group(1) for text in _texts(self.fields) for m in _PLACEHOLDER.finditer(text)}
+        return {m.group(1) for text in _texts(self.fields) for m in PLACEHOLDER.finditer(text)}
+
+    def shown_options(self) -> list:
+        """The options in the order every place shows them (the widget, the gym, the Anki deck):
+        shuffled by a seed taken from the item's id. Authors tend to write the right answer in the
+        same place; a fixed, id-seeded order removes that hint and stays the same on every run."""
+        options = list(self.fields.get("options") or [])
+        seed = int.from_bytes(hashlib.sha256(self.id.encode()).digest()[:8], "big")
+        random.Random(seed).shuffle(options)
+        return options
 
 
 def _texts(fields: Mapping) -> list[str]:
@@ -359,14 +404,15 @@ def check(item: Item) -> None:
     kind = item.fields.get("kind")
     if kind not in KINDS:
         raise ValueError(f"{where}: field 'kind' is {kind!r}; use one of {', '.join(KINDS)}")
-    expected = KINDS[kind]
+    expected = KINDS[kind].fields
     for field in expected:
         if field not in item.fields:
             raise ValueError(f"{where}: field '{field}' is missing (a {kind} item needs {', '.join(expected)})")
-    unknown = set(item.fields) - set(expected) - {"kind"}
+    unknown = set(item.fields) - set(expected) - {"kind"} - set(PROVENANCE_FIELDS)
     if unknown:
         raise ValueError(f"{where}: unknown field(s) {sorted(unknown)} for a {kind} item "
-                         f"(it takes {', '.join(expected)})")
+                         f"(it takes {', '.join(expected)}, and optionally {', '.join(PROVENANCE_FIELDS)})")
+    _check_provenance(item.fields, where)
     values = {name: 0 for name in item.placeholders()}
     try:
         _widget(item, values)
@@ -374,19 +420,51 @@ def check(item: Item) -> None:
         raise ValueError(f"{where}: {exc}") from None
 
 
+def worked_value(expression: str) -> float:
+    """The value of a ``worked`` expression: arithmetic over ``math``, nothing else."""
+    return float(eval(expression, {"__builtins__": {}, "math": math}))  # noqa: S307 - the book's own data
+
+
+def rounds_to(value: float, written: str) -> bool:
+    """Whether ``value`` rounds to ``written`` ("0.693", "85%", "4,828.3") at its precision."""
+    digits = written.replace(",", "").strip()
+    percent = digits.endswith("%")
+    digits = digits.rstrip("%").strip()
+    places = len(digits.split(".")[1]) if "." in digits else 0
+    shown = value * 100 if percent else value
+    return abs(shown - float(digits)) <= 0.5 * 10 ** -places + 1e-12
+
+
+def _check_provenance(fields: Mapping, where: str) -> None:
+    given, worked = fields.get("given", []), fields.get("worked", {})
+    cited, printed_in = fields.get("cited", {}), fields.get("printed_in", [])
+    if not isinstance(given, list) or not isinstance(printed_in, list):
+        raise ValueError(f"{where}: 'given' and 'printed_in' are lists")
+    if not isinstance(worked, Mapping) or not isinstance(cited, Mapping):
+        raise ValueError(f"{where}: 'worked' maps a number to an expression, 'cited' a source to numbers")
+    for written, expression in worked.items():
+        try:
+            value = worked_value(str(expression))
+        except Exception as exc:  # a typo in the data: say which item and which number
+            raise ValueError(f"{where}: worked number {written!r}: {expression!r} does not "
+                             f"evaluate ({exc})") from None
+        if not rounds_to(value, str(written)):
+            raise ValueError(f"{where}: worked number {written!r} is {value:.6g} by {expression!r}")
+
+
 def _fill(text: object, values: Mapping) -> object:
     if not isinstance(text, str):
         return text
-    return _PLACEHOLDER.sub(lambda m: format(values[m.group(1)], m.group(2) or ""), text)
+    return PLACEHOLDER.sub(lambda m: format(values[m.group(1)], m.group(2) or ""), text)
 
 
 def _widget(item: Item, values: Mapping) -> Recall:
     fields = {k: _fill(v, values) for k, v in item.fields.items() if k != "kind"}
     if "options" in fields and isinstance(fields["options"], list):
         fields["options"] = [{k: _fill(v, values) for k, v in o.items()} if isinstance(o, Mapping) else o
-                             for o in fields["options"]]
-    args = [fields[f] for f in KINDS[item.kind]]
-    return _WIDGETS[item.kind](*args, item=item.id)
+                             for o in item.shown_options()]
+    kind = KINDS[item.kind]
+    return kind.widget(*(fields[f] for f in kind.fields), item=item.id)
 
 
 def recall(item_id: str, /, **values: object) -> Recall:

@@ -26,6 +26,7 @@ from typing import Any
 import torch
 
 from mlm_lib import __version__
+from mlm_lib.files import replaced_atomically
 from mlm_lib.stats import Interval, seed_interval
 
 RESULTS_DIR = Path(__file__).resolve().parent / "assets" / "results"
@@ -114,11 +115,9 @@ def save_results(results: Results, directory: str | os.PathLike[str] | None = No
         if bad:
             raise ValueError(f"run {run.arm!r} seed {run.seed}: metrics {bad} are not finite")
     path = results_path(results.experiment, directory)
-    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {"format": FORMAT, **asdict(results)}
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(payload, indent=1) + "\n")
-    os.replace(tmp, path)
+    with replaced_atomically(path) as tmp:
+        tmp.write_text(json.dumps(payload, indent=1) + "\n")
     return path
 
 

@@ -1,18 +1,22 @@
 """Tables and pictures shared by the book's chapters.
 
 The chapters show the same few objects again and again: a tokenized sentence with its positions
-and the set M, a probability distribution over the vocabulary, one number per position. Each has
-one helper here so that every chapter draws it the same way and a notebook cell stays short.
+and the set M, a probability distribution over the vocabulary, one number per position, one
+head's attention. Each has one helper here so that every chapter draws it the same way and a
+notebook cell stays short.
 
 Tables are plain text (monospace, fixed column widths): they print the same on the site, in a
 terminal and in a notebook, and nbval can compare them. Figures are drawn on a matplotlib ``Axes``
-the caller owns, so a chapter can put several side by side.
+the caller owns, so a chapter can put several side by side. The colours are hex strings, so that
+matplotlib figures and the browser's live charts (:mod:`mlm_lib.book.live`) share them as they are.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+import torch
 
 MASK_TOKEN = "[MASK]"
 # Tick labels are turned so that neighbouring words do not overlap; the "i:token" labels of
@@ -21,9 +25,16 @@ WORD_LABEL_ROTATION = 45
 POSITION_LABEL_ROTATION = 60
 
 # One meaning per colour in every chapter's figures (chapter 0 says so to the reader).
-TRUE_COLOR = "tab:orange"    # the true word x_i, and the positions of M where it is hidden
-MODEL_COLOR = "tab:blue"     # the model's probabilities for the other words; positions outside M
-REFERENCE_COLOR = "tab:gray"  # what is not the model: counting baselines, reference lines, the rest of V
+# They are matplotlib's tab:orange, tab:blue and tab:gray.
+TRUE_COLOR = "#ff7f0e"       # the true word x_i, and the positions of M where it is hidden
+MODEL_COLOR = "#1f77b4"      # the model's probabilities for the other words; positions outside M
+REFERENCE_COLOR = "#7f7f7f"  # what is not the model: counting baselines, reference lines, the rest of V
+# Text on white, dark enough to read (WCAG AA): plain, the true word's orange darkened, and numbers
+# that broke (inf, nan).
+TEXT_COLOR = "#222222"
+TRUE_TEXT_COLOR = "#b35300"
+BROKEN_COLOR = "#b22222"
+HIGHLIGHT_COLOR = "#ff0000"  # red: the box around the rows of interest in an attention map
 REST_LABEL = "rest of V"
 
 
@@ -152,6 +163,37 @@ def position_bars(ax: Any, tokens: Sequence[str], values: Sequence[float],
     if title:
         ax.set_title(title)
     return bars
+
+
+def position_similarity(table: torch.Tensor) -> torch.Tensor:
+    """Cosine similarity between every pair of rows of a position table ([P, H] -> [P, P])."""
+    if table.dim() != 2:
+        raise ValueError(f"a position table is [positions, hidden], got {tuple(table.shape)}")
+    unit = torch.nn.functional.normalize(table.float(), dim=-1)
+    return unit @ unit.T
+
+
+def plot_attention(ax: Any, attention: torch.Tensor, tokens: Sequence[str], title: str = "",
+                   highlight: Sequence[int] = ()) -> Any:
+    """Draw one head's attention [T, T] (rows: the position that reads, columns: the position it
+    reads from) with token labels; ``highlight`` puts a box around the rows of interest."""
+    from matplotlib.patches import Rectangle  # matplotlib is optional: only the chapters draw
+
+    a = attention.detach().float().cpu()
+    if a.dim() != 2 or a.shape[0] != a.shape[1] or a.shape[0] != len(tokens):
+        raise ValueError(f"attention must be [T, T] with T = {len(tokens)} tokens, "
+                         f"got {tuple(a.shape)}")
+    im = ax.imshow(a.numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
+    ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
+    ax.set_yticks(range(len(tokens)), tokens, fontsize=8)
+    ax.set_xlabel("reads from (key)")
+    ax.set_ylabel("position reading (query)")
+    for r in highlight:
+        ax.add_patch(Rectangle((-0.5, r - 0.5), len(tokens), 1, fill=False,
+                               edgecolor=HIGHLIGHT_COLOR, linewidth=1.5))
+    if title:
+        ax.set_title(title)
+    return im
 
 
 # What a notebook shows for a kernel-only control before its cell is run (JupyterLab falls back

@@ -1,0 +1,130 @@
+"""The next-token model BERT is compared with: GPT's objective on BERT's encoder, and generation.
+
+GPT predicts x_{i+1} from x_1..x_i; BERT fills blanks from both sides. The same encoder can be
+trained either way: :func:`train_next_token` trains it on GPT's objective with a causal attention
+bias (position i sees positions up to i) or a bidirectional one (position i also sees i+1, which
+*is* the answer). :func:`generate_left_to_right` goes the other way and uses a masked model as if
+it were GPT, one [MASK] at a time.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from mlm_lib.loop import Objective, Sums, evaluate, train_loop
+from mlm_lib.loss import mlm_loss_sum
+from mlm_lib.model import BertForPreTraining, attention_bias
+from mlm_lib.optim import build_optimizer
+from mlm_lib.pretraining import PreparedData, PretrainingExample
+
+NEXT_TOKEN_EVAL_ROWS = 256  # held-out windows scored after next-token training (one batch)
+
+
+def check_model_fits(model: torch.nn.Module, vocab_size: int, seq_len: int) -> None:
+    """A model trained on some data must share its tokenizer's vocabulary and read sequences of
+    its length; a mismatch would otherwise surface as an index error deep inside the embeddings."""
+    if model.config.vocab_size != vocab_size:
+        raise ValueError(f"the model has a vocabulary of {model.config.vocab_size}, the "
+                         f"data's tokenizer {vocab_size}")
+    if model.config.max_position_embeddings < seq_len:
+        raise ValueError(f"the model reads at most {model.config.max_position_embeddings} "
+                         f"positions; the sequences have {seq_len}")
+
+
+def token_windows(examples: Sequence[PretrainingExample], special_ids: Sequence[int] | frozenset[int],
+                  length: int) -> torch.Tensor:
+    """The examples' tokens (special tokens dropped) as one stream cut into rows of ``length``."""
+    special = set(special_ids)
+    stream = [t for e in examples for t in e.input_ids if t not in special]
+    n = len(stream) // length
+    if n == 0:
+        raise ValueError(f"not enough tokens for one window of length {length}")
+    return torch.tensor(stream[:n * length], dtype=torch.long).view(n, length)
+
+
+@dataclass
+class NextTokenRun:
+    """A next-token predictor trained with one attention bias."""
+
+    causal: bool
+    steps: list[int]
+    train_loss: list[float]
+    valid_loss: float
+    valid_accuracy: float
+    model: torch.nn.Module = field(repr=False)
+
+
+def next_token_objective(bias: torch.Tensor) -> Objective:
+    """GPT's objective on rows of tokens: predict x_{i+1} at every position i, through the
+    encoder with the attention ``bias``; the MLM head scores the whole vocabulary."""
+    def objective(model: BertForPreTraining, rows: torch.Tensor) -> tuple[torch.Tensor, Sums]:
+        h = model.bert(rows, attn_bias=bias).last_hidden_state
+        logits = model.cls.mlm_logits(h[:, :-1], model.bert.embeddings.word_embeddings.weight)
+        targets = rows[:, 1:]
+        nll_sum, n = mlm_loss_sum(logits, targets), targets.numel()
+        correct = (logits.argmax(-1) == targets).sum()
+        return nll_sum / n, {"loss": (nll_sum, n), "accuracy": (correct, n)}
+    return objective
+
+
+def _random_windows(rows: torch.Tensor, batch_size: int, seed: int) -> Iterator[list[torch.Tensor]]:
+    """Random windows for ever, one micro-batch per step, drawn by a seeded generator."""
+    g = torch.Generator().manual_seed(seed)
+    while True:
+        yield [rows[torch.randint(len(rows), (batch_size,), generator=g)]]
+
+
+def train_next_token(model: BertForPreTraining, data: PreparedData, causal: bool, steps: int = 150,
+                     seed: int = 0, seq_len: int = 32, batch_size: int = 32, lr: float = 3e-3,
+                     log_every: int = 10) -> NextTokenRun:
+    """Train a copy of ``model`` to predict x_{i+1} at every position i (GPT's objective).
+
+    With ``causal=False`` position i can attend to position i+1, which *is* the answer: the
+    loss collapses because the model learns to copy, however small it is. With ``causal=True``
+    it must guess from the left, as a language model has to at generation time.
+
+    ``model`` itself is left as it is, so two runs can start from one model. A trained one (the
+    book's) is the better start: a fresh one first has to discover word order, which takes longer
+    than a chapter can wait. ``data``'s examples are cut into windows of ``seq_len`` tokens.
+    """
+    if steps < 1:
+        raise ValueError(f"steps must be at least 1, got {steps}")
+    tok = data.tokenizer
+    check_model_fits(model, tok.vocab_size, seq_len)
+    train_rows = token_windows(data.train_examples, tok.special_ids, seq_len)
+    valid_rows = token_windows(data.valid_examples, tok.special_ids, seq_len)
+    model = copy.deepcopy(model).float()
+    torch.manual_seed(seed)
+    objective = next_token_objective(attention_bias(seq_len, causal))
+    state = train_loop(model, objective, _random_windows(train_rows, batch_size, seed),
+                       build_optimizer(model, lr), None, steps,
+                       log_every=log_every)  # a constant learning rate
+    valid = evaluate(model, objective, [valid_rows[:NEXT_TOKEN_EVAL_ROWS]])
+    model.eval()
+    curve = state.history.columns("step", "loss", kind="train")
+    return NextTokenRun(causal, curve["step"], curve["loss"], valid["loss"], valid["accuracy"], model)
+
+
+@torch.no_grad()
+def generate_left_to_right(model: torch.nn.Module, tokenizer: Any, prompt: str,
+                           num_tokens: int = 10) -> list[str]:
+    """Use a BERT as if it were GPT: put [MASK] after the text, take the most probable piece,
+    append it, repeat. Returns the generated pieces (the prompt not included)."""
+    if num_tokens < 1:
+        raise ValueError(f"num_tokens must be at least 1, got {num_tokens}")
+    model.eval()
+    ids = tokenizer.encode(prompt).input_ids[:-1]  # [CLS] prompt, without the final [SEP]
+    banned = torch.tensor(sorted(tokenizer.special_ids))
+    out: list[int] = []
+    for _ in range(num_tokens):
+        x = torch.tensor([ids + out + [tokenizer.mask_id, tokenizer.sep_id]])
+        masked = x == tokenizer.mask_id
+        logits = model(x, masked_positions=masked).mlm_logits[0]
+        logits[banned] = float("-inf")
+        out.append(int(logits.argmax()))
+    return tokenizer.convert_ids_to_tokens(out)
