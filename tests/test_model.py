@@ -10,6 +10,7 @@ from mlm_lib.masking import IGNORE_INDEX
 from mlm_lib.model import (BertConfig, BertForPreTraining, BertModel, attention_bias,
                            count_parameters)
 from numerics import assert_same_function
+from padded import padded_batch
 
 
 SMALL = dict(vocab_size=97, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
@@ -23,15 +24,7 @@ def small(**overrides) -> BertConfig:
 def batch(seed=0, B=3, T=12, V=97):
     """Ids, two segments, padding of different lengths (row 0 unpadded), and a set M."""
     g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(5, V, (B, T), generator=g)
-    lengths = [T, T - 4, 5][:B]
-    attention_mask = torch.zeros(B, T, dtype=torch.long)
-    token_type_ids = torch.zeros(B, T, dtype=torch.long)
-    for b, n in enumerate(lengths):
-        attention_mask[b, :n] = 1
-        token_type_ids[b, n // 2:n] = 1
-        ids[b, n:] = 0
-    masked = (torch.rand(B, T, generator=g) < 0.3) & attention_mask.bool()
+    ids, token_type_ids, attention_mask, masked = padded_batch(g, T, V, [T, T - 4, 5][:B])
     masked[0, 1] = True
     return ids, token_type_ids, attention_mask, masked
 

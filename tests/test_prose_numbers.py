@@ -102,13 +102,19 @@ def _sentences(markdown: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?:])\s+(?=[A-Z*_(\[|])|\n\s*\n|\n\|", text) if s.strip()]
 
 
-def unsupported_numbers(path: Path) -> list[tuple[int, str, str]]:
-    """(cell index, number, sentence) for every prose number of ``path`` not backed by an output."""
-    nb = json.loads(path.read_text())
+def _chapter_numbers(nb: dict) -> list[tuple[Decimal, int]]:
+    """What a chapter shows: the numbers of its outputs and of the results files it loads."""
     code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
     printed = _printed_numbers(_outputs(nb))
     for name in LOADED_RESULTS.findall(code):
         printed += _results_numbers(name)
+    return printed
+
+
+def unsupported_numbers(path: Path) -> list[tuple[int, str, str]]:
+    """(cell index, number, sentence) for every prose number of ``path`` not backed by an output."""
+    nb = json.loads(path.read_text())
+    printed = _chapter_numbers(nb)
     bad = []
     for index, cell in enumerate(nb["cells"]):
         if cell["cell_type"] != "markdown":
@@ -191,11 +197,7 @@ def unsupported_item_numbers(path: Path, items: list[recall.Item] | None = None
                              ) -> list[tuple[str, str, str]]:
     """(item id, number, sentence) for every number in the chapter's recall items that neither
     the chapter's outputs nor the results files it loads show."""
-    nb = json.loads(path.read_text())
-    code = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
-    printed = _printed_numbers(_outputs(nb))
-    for name in LOADED_RESULTS.findall(code):
-        printed += _results_numbers(name)
+    printed = _chapter_numbers(json.loads(path.read_text()))
     bad = []
     for item in chapter_items(path) if items is None else items:
         accounted = _accounted_for(item)

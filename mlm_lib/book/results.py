@@ -81,7 +81,7 @@ class Results:
 def git_commit() -> str:
     """The commit of the checkout the library runs from, "+uncommitted" when the library's own
     files differ from it, "unknown" outside a git checkout. Call it before a run starts."""
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the whole package, mlm_lib, not only mlm_lib.book
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here,
                              capture_output=True, text=True, timeout=10, check=True)
