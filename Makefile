@@ -86,16 +86,16 @@ BROWSER_TESTS := tests/test_site.py tests/test_site_live.py tests/test_jupyterla
 # so the lost asyncio wake-up that once stalled the site build (benchmarks/execution_soak.py)
 # cannot happen here; a cell that takes over two minutes fails rather than waiting forever.
 NBVAL := $(BIN)/pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-	--nbval-cell-timeout=120 -p no:cacheprovider notebooks -q
+	--nbval-cell-timeout=120 -p no:cacheprovider notebooks -q --durations=15
 
 test-lib: setup $(NODE_MODULES)
-	$(BIN)/pytest tests $(addprefix --ignore=,$(BROWSER_TESTS)) -q
+	$(BIN)/pytest tests $(addprefix --ignore=,$(BROWSER_TESTS)) -q --durations=15
 
 test-notebooks: setup
 	$(NBVAL)
 
 test-browser: browser
-	$(BIN)/pytest $(BROWSER_TESTS) -q
+	$(BIN)/pytest $(BROWSER_TESTS) -q --durations=15
 
 test-site: book test-browser
 

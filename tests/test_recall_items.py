@@ -169,3 +169,24 @@ def test_the_spread_check_catches_answers_always_last():
     always_last = [3] * 12
     assert spread_problem(always_last) != ""
     assert spread_problem(right_answer_positions(planted)) == ""  # shuffled by id, they spread
+
+
+# Every chapter asks at least this many recall items (a chapter with one or two cannot test the
+# traps of its own material).
+MIN_ITEMS_PER_CHAPTER = 4
+
+
+def thin_chapters(notebooks: dict[str, dict]) -> dict[str, int]:
+    """Chapter -> number of recall items it shows, for chapters below MIN_ITEMS_PER_CHAPTER."""
+    counts = {stem: len({i for c in nb["cells"] if c["cell_type"] == "code" for i in _recall_ids(c)})
+              for stem, nb in notebooks.items()}
+    return {stem: n for stem, n in counts.items() if n < MIN_ITEMS_PER_CHAPTER}
+
+
+def test_every_chapter_asks_at_least_four_items():
+    assert thin_chapters({s: json.loads(p.read_text()) for s, p in NOTEBOOKS.items()}) == {}
+
+
+def test_the_thin_chapter_check_sees_a_planted_chapter():
+    cell = {"cell_type": "code", "source": ['recall("E4")\n']}
+    assert thin_chapters({"09_wordpiece": {"cells": [cell, cell]}}) == {"09_wordpiece": 1}
