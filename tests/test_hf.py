@@ -22,7 +22,7 @@ from mlm_lib.loss import mlm_loss, nsp_loss  # noqa: E402
 from mlm_lib.masking import IGNORE_INDEX  # noqa: E402
 from mlm_lib.model import BertForPreTraining, BertModel  # noqa: E402
 from numerics import assert_same_function, max_diff  # noqa: E402
-from padded import padded_batch  # noqa: E402
+from padded import padded_batch as make_padded_batch  # noqa: E402
 
 transformers.logging.set_verbosity_error()
 
@@ -48,7 +48,7 @@ def hf_pretraining(tmp_path_factory):
 def padded_batch():
     """Two segments, different amounts of padding, labels on some real positions."""
     g = torch.Generator().manual_seed(1)
-    ids, types, mask, masked = padded_batch(g, T=16, V=120, lengths=[16, 12, 7, 3])
+    ids, types, mask, masked = make_padded_batch(g, T=16, V=120, lengths=[16, 12, 7, 3])
     masked[:, 1] = True
     labels = torch.where(masked, torch.randint(5, 120, ids.shape, generator=g), torch.full_like(ids, IGNORE_INDEX))
     next_sentence_label = torch.tensor([0, 1, 1, 0])  # Hugging Face: 0 = B follows A

@@ -48,8 +48,9 @@ ASSET_FOLDERS = ["mlm_lib/book/assets/results/", "mlm_lib/book/assets/recall/"]
 TEST_ONLY = ["pytest", "nbval", "hypothesis", "playwright", "transformers", "jupyter-book", "build"]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # The fresh environment of the chapter run: the notebook stack of a Colab or Binder kernel, no mlm_lib.
+# A kernel's notebook stack, with the [book] packages the cheap chapter uses (Colab ships them).
 KERNEL_STACK = ["ipykernel>=6.29,<7", "nbclient", "nbformat", "matplotlib>=3.8", "ipywidgets>=8.1",
-                "altair>=5.4"]
+                "altair>=5.4", "pyyaml>=6"]
 CHEAP_CHAPTER = "00_how_to_read.ipynb"  # about 10 s; imports torch, matplotlib, ipywidgets, mlm_lib
 INSTALL_TIMEOUT_S = 900
 

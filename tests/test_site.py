@@ -392,14 +392,14 @@ def _chapter_with_choices(items: list[dict]) -> tuple[str, list[dict]]:
     other widget."""
     for url in dict.fromkeys(it["url"] for it in items):
         here = [it for it in items if it["url"] == url]
-        if (url.startswith("notebooks/") and any(it["kind"] not in ("tf", "mc") for it in here)
-                and any(it["kind"] in ("tf", "mc") and "#" not in it["id"] for it in here)):
+        if (url.startswith("notebooks/") and any(not it["choices"] for it in here)
+                and any(it["choices"] and "#" not in it["id"] for it in here)):
             return url, here
     pytest.fail("no chapter has a named true-or-false widget and another widget")
 
 
 def _named_choice(here: list[dict]) -> dict:
-    return next(it for it in here if it["kind"] in ("tf", "mc") and "#" not in it["id"])
+    return next(it for it in here if it["choices"] and "#" not in it["id"])
 
 
 def _progress_rows(page: Page) -> dict[str, list[str]]:
@@ -414,7 +414,7 @@ def test_answers_are_remembered_and_counted(server, context):
     items = _items()
     url, here = _chapter_with_choices(items)
     choice = _named_choice(here)
-    other = next(it for it in here if it["kind"] not in ("tf", "mc"))
+    other = next(it for it in here if not it["choices"])
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda e: errors.append(str(e)))
@@ -462,7 +462,7 @@ def test_gym_filters(server, context):
     """The gym's views: only the ones I missed, not yet answered, all."""
     items = _items()
     gym = [it["id"] for it in items if it["url"] == GYM]
-    gym_choices = [it["id"] for it in items if it["url"] == GYM and it["kind"] in ("tf", "mc")]
+    gym_choices = [it["id"] for it in items if it["url"] == GYM and it["choices"]]
     assert len(gym) >= 12 and len(gym_choices) >= 3
     page = context.new_page()
     errors: list[str] = []
