@@ -23,6 +23,7 @@ book names things:
 - ``causal``      the next-token model BERT is compared with (GPT's objective and generation)
 - ``baselines``   the count models a trained BERT must beat
 - ``stats``       95% intervals for comparisons
+- ``numerics``    the tolerance for "two computations of one function agree to rounding"
 
 ``mlm_lib.book`` is the book's machinery, which the library never imports: recall widgets, live
 charts, figures, experiments and their results, the book's model and vocabulary.

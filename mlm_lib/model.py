@@ -66,13 +66,15 @@ class BertConfig:
     use_sdpa: bool = True  # fast attention kernel; the explicit path is used when it is False
 
     # Model sizes (L, H, A), one table for the whole library: the chapters' live experiments
-    # ("micro", seconds per run on a laptop), Google's BERT miniatures (Turc et al. 2019) and base.
+    # ("micro", seconds per run on a laptop), Google's BERT miniatures (Turc et al. 2019), and
+    # BERT-base and BERT-large as in Devlin et al. (2019), section 3.
     PRESETS = {
         "micro": (2, 64, 2),
         "tiny": (2, 128, 2),
         "mini": (4, 256, 4),
         "small": (4, 512, 8),
         "base": (12, 768, 12),
+        "large": (24, 1024, 16),
     }
 
     def __post_init__(self) -> None:
@@ -105,7 +107,7 @@ class BertConfig:
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> "BertConfig":
-        """A named size from :attr:`PRESETS` (feed-forward 4H); ``base`` wants a GPU."""
+        """A named size from :attr:`PRESETS` (feed-forward 4H); ``base`` and ``large`` want a GPU."""
         if name not in cls.PRESETS:
             raise ValueError(f"unknown BertConfig preset {name!r}; choose one of {sorted(cls.PRESETS)}")
         layers, hidden, heads = cls.PRESETS[name]
@@ -475,6 +477,25 @@ def _rows_the_heads_read(masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
 def count_parameters(model: nn.Module) -> int:
     """Number of trainable parameters (the tied decoder is counted once, as it is stored once)."""
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def parameter_counts(config: BertConfig) -> dict[str, int]:
+    """Parameters of :class:`BertForPreTraining` by part, from the config alone (no weights are
+    built, so BERT-large costs nothing). The decoder is tied to the word embeddings: the MLM head
+    adds only its transform and the output bias. ``count_parameters`` of the built model equals
+    the sum (a test checks it)."""
+    H, I, V = config.hidden_size, config.intermediate_size, config.vocab_size
+    layer_norm = 2 * H  # a gain and a bias per dimension
+    return {
+        "embeddings": (V + config.max_position_embeddings + config.type_vocab_size) * H + layer_norm,
+        # Q, K, V and the output projection (H x H each, with biases), the feed-forward block
+        # (H -> I -> H), two LayerNorms; times L
+        "layers": config.num_hidden_layers * (4 * (H * H + H) + (H * I + I) + (I * H + H)
+                                              + 2 * layer_norm),
+        "pooler": H * H + H,
+        "mlm head": (H * H + H) + layer_norm + V,  # transform, its LayerNorm, the output bias
+        "nsp head": 2 * H + 2,
+    }
 
 
 # ---------------------------------------------------------------- the fused masked NLL

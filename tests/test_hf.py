@@ -1,7 +1,7 @@
 """Hugging Face interop: the same numbers as transformers, number for number.
 
 "The same numbers" means the same function computed with different summation orders: agreement to
-rounding, with the tolerance of `numerics.py` (derived from the dtype's epsilon, not read off one
+rounding, with the tolerance of `mlm_lib.numerics` (derived from the dtype's epsilon, not read off one
 CPU). The real pretrained encoder is also compared in float64, where that tolerance is ~1e-13 and
 any real difference (an epsilon, a scale, a missing bias) would stand out by orders of magnitude."""
 
@@ -21,7 +21,7 @@ from mlm_lib.hf import load_hf_bert, save_hf_bert  # noqa: E402
 from mlm_lib.loss import mlm_loss, nsp_loss  # noqa: E402
 from mlm_lib.masking import IGNORE_INDEX  # noqa: E402
 from mlm_lib.model import BertForPreTraining, BertModel  # noqa: E402
-from numerics import assert_same_function, max_diff  # noqa: E402
+from mlm_lib.numerics import assert_same_function, max_diff  # noqa: E402
 from padded import padded_batch as make_padded_batch  # noqa: E402
 
 transformers.logging.set_verbosity_error()

@@ -12,7 +12,7 @@ from mlm_lib.loss import (log_probs, mlm_loss, mlm_loss_sum, nsp_class, nsp_loss
                           target_log_probs)
 from mlm_lib.masking import IGNORE_INDEX
 from mlm_lib.model import masked_nll
-from numerics import assert_same_function, tolerance
+from mlm_lib.numerics import assert_same_function, tolerance
 
 
 def full_layout(seed=0, B=2, T=6, V=11, p=0.4):

@@ -8,8 +8,8 @@ from mlm_lib.device import autocast, make_grad_scaler, pick_device
 from mlm_lib.loss import mlm_loss, mlm_loss_sum, target_log_probs
 from mlm_lib.masking import IGNORE_INDEX
 from mlm_lib.model import (BertConfig, BertForPreTraining, BertModel, attention_bias,
-                           count_parameters)
-from numerics import assert_same_function
+                           count_parameters, parameter_counts)
+from mlm_lib.numerics import assert_same_function
 from padded import padded_batch
 
 
@@ -270,3 +270,21 @@ def test_causal_attention_bias_hides_the_future():
     assert_same_function(full[:, :5], cut, "a prefix read causally")
     probs = model(ids, tt, am, attn_bias=causal, output_attentions=True).attentions[0]
     assert probs.triu(1).abs().max() == 0
+
+
+@pytest.mark.parametrize("overrides", [
+    dict(vocab_size=97, hidden_size=16, num_hidden_layers=3, num_attention_heads=4, intermediate_size=40,
+         max_position_embeddings=24, type_vocab_size=3),
+    dict(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2, intermediate_size=8),
+])
+def test_parameter_counts_from_the_config_equal_the_built_model(overrides):
+    config = BertConfig(**overrides)
+    assert sum(parameter_counts(config).values()) == count_parameters(BertForPreTraining(config, seed=0))
+
+
+# Devlin et al. (2019), section 3: "BERT_BASE (L=12, H=768, A=12, Total Parameters=110M) and
+# BERT_LARGE (L=24, H=1024, A=16, Total Parameters=340M)".
+@pytest.mark.parametrize("preset, paper", [("base", 110e6), ("large", 340e6)])
+def test_the_presets_have_the_papers_parameter_counts(preset, paper):
+    total = sum(parameter_counts(BertConfig.preset(preset)).values())
+    assert abs(total - paper) <= 0.02 * paper, f"BERT-{preset}: {total:,} parameters, the paper says {paper:,.0f}"

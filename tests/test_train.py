@@ -18,7 +18,7 @@ from mlm_lib.loop import History, TrainingDiverged
 from mlm_lib.masking import Corruption
 from mlm_lib.optim import WarmupLinearSchedule, build_optimizer
 from mlm_lib.train import TrainConfig, evaluate_mlm, train
-from numerics import assert_same_function
+from mlm_lib.numerics import assert_same_function
 
 
 SUBJECTS = ["the king", "the queen", "a farmer", "the army", "his brother", "the city"]

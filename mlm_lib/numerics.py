@@ -1,5 +1,7 @@
 """One tolerance for "these two computations are the same function", derived from the arithmetic.
 
+The tests use it, and so does chapter 7, which checks its hand-built layer against the library's.
+
 Two code paths that compute the same mathematical function (transformers against `mlm_lib`, SDPA
 against the explicit softmax, the fused masked loss against the plain one) differ only by rounding:
 they add the same products in a different order. Which order is used depends on the CPU (AVX2 or
