@@ -20,7 +20,7 @@ def test_every_size_in_the_drawing_comes_from_the_config():
     text = _text(bert_diagram(ODD, "odd"))
     total = sum(parameter_counts(ODD).values())
     for phrase in ["L = 5 layers", "3 heads of d = 32", "96 → 333 → 96", "V = 1,234 words",
-                   "token: 1,234 × 96", "position: 77 × 96", "segment: 2 × 96", "P = 77 tokens",
+                   "token: 1,234 × 96", "position: 77 × 96", "segment: 2 × 96", "at most 77 positions",
                    f"{total:,} parameters"]:
         assert phrase in text, f"{phrase!r} not in the drawing"
 

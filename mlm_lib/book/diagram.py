@@ -120,7 +120,7 @@ def _embeddings(n: dict[str, str], y: float) -> tuple[list[str], float]:
                      f"stroke='{TEXT_COLOR}' marker-end='url(#ARROW)'/>")
     bottom = y + 2 * BOX_H + 26
     parts.append(f"<text x='{MID}' y='{bottom + 18}' text-anchor='middle' fill='{TEXT_COLOR}' {FONT}>"
-                 f"input: [CLS] x_1 … [MASK] … [SEP], at most P = {n['P']} tokens</text>")
+                 f"input: [CLS] x_1 … [MASK] … [SEP], at most {n['P']} positions</text>")
     return parts, bottom + 24
 
 
