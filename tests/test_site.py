@@ -108,7 +108,8 @@ def _open(page: Page, url: str) -> None:
     page.evaluate("() => (window.MathJax && MathJax.startup) ? MathJax.startup.promise.then(() => true) : true")
     page.evaluate("() => document.fonts.ready.then(() => true)")
     if page.locator(WIDGET_VIEW).count():
-        page.wait_for_selector(".jupyter-widgets", timeout=15000)
+        # attached, not visible: on the site a kernel control stands hidden behind its model control
+        page.wait_for_selector(".jupyter-widgets", state="attached", timeout=15000)
         page.wait_for_timeout(200)
     page.wait_for_timeout(300)
 

@@ -1,0 +1,86 @@
+"""The book's model in the browser: what the reader downloads and how long the first answer takes.
+
+    make book && python benchmarks/bench_browser_model.py [--runs 5]
+
+Serves the built site on 127.0.0.1, opens chapter 10 in headless chromium (Debian's) with a cold
+cache for each run, scrolls its fill-mask control into view and measures: the bytes the model's
+first use transfers (the runtime, its WebAssembly, the tokenizer and the weights), the time from
+that first use to the first answer, and the time per answer after it for a 20-token sentence
+(typing into the box, the tokenizer and one forward pass, until the page shows the answer).
+Prints the median of each over the runs. Budgets of the book (not asserted here): first answer in
+1.5 s, each later answer in 150 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import http.server
+import statistics
+import threading
+import time
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+ROOT = Path(__file__).resolve().parents[1]
+SITE = ROOT / "_build" / "html"
+CHROMIUM = "/usr/bin/chromium"
+SENTENCE_20 = "the treaty of [MASK] was signed in the city after the long war between the two kingdoms ."
+MODEL_FILES = ("/_static/ort/", "/_static/model/", "/_static/tokenizers/")
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def one_run(browser, url: str, updates: int) -> dict[str, float]:
+    context = browser.new_context()  # a fresh profile: a cold cache
+    page = context.new_page()
+    sizes: dict[str, int] = {}
+    page.on("response", lambda r: any(k in r.url for k in MODEL_FILES)
+            and sizes.__setitem__(r.url, len(r.body())))
+    page.goto(url, wait_until="load")
+    root = page.locator('.bert-live[data-kind="fill-mask"]')
+    start = time.perf_counter()
+    root.scroll_into_view_if_needed()
+    page.wait_for_function("r => r.hasAttribute('data-answered')", arg=root.element_handle())
+    first = time.perf_counter() - start
+    box = root.locator("input[type=text]").first
+    times = []
+    for k in range(updates):
+        n = root.get_attribute("data-answered")
+        t0 = time.perf_counter()
+        box.fill(SENTENCE_20 if k % 2 == 0 else SENTENCE_20.replace("long", "short"))
+        page.wait_for_function("([r, n]) => r.getAttribute('data-answered') !== n",
+                               arg=[root.element_handle(), n], polling=5)
+        times.append(time.perf_counter() - t0)
+    context.close()
+    return {"bytes": sum(sizes.values()), "first_s": first, "update_s": statistics.median(times)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--updates", type=int, default=10)
+    args = parser.parse_args()
+    if not (SITE / "index.html").is_file():
+        raise SystemExit(f"no built site in {SITE}: run `make book` first")
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(SITE)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/notebooks/10_pretraining.html"
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
+        runs = [one_run(browser, url, args.updates) for _ in range(args.runs)]
+        browser.close()
+    httpd.shutdown()
+    med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    print(f"runs: {args.runs}, cold cache each; medians")
+    print(f"bytes on first use: {med['bytes']:,.0f} ({med['bytes'] / 2**20:.1f} MiB)")
+    print(f"first use to first answer: {med['first_s'] * 1000:.0f} ms")
+    print(f"each later answer (20-token sentence): {med['update_s'] * 1000:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

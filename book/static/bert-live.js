@@ -1,0 +1,566 @@
+// Site only. The book's model in the reader's browser: every control that asks the model
+// (mlm_lib/book/model_controls.py writes them into the chapters) answers on the published page,
+// with no kernel and offline. onnxruntime-web runs book-model.onnx on WebAssembly, one thread (no
+// cross-origin isolation needed), and tokenizers.js reads tokenizer.json; both, and the files
+// mlm_lib/book/browser_model.py exports from the book's checkpoint, are served by the site itself
+// (_static/ort/, _static/tokenizers/, _static/model/). Nothing loads until a control scrolls into
+// view or is used; then a progress line shows the download.
+(function () {
+  "use strict";
+  var here = document.currentScript ? document.currentScript.src : document.baseURI;
+  var STATIC = new URL("./", here).href;
+  var MODEL = STATIC + "model/";
+  var MAX_POSITIONS = 64;   // the book's model (its config); the tokenizer's config says so too
+  var NEG = -3.4028234663852886e38;  // torch.finfo(float32).min: a key that may not be read
+  var SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
+
+  // ------------------------------------------------------------------ loading, once per page
+  var tokenizers = {};   // vocabulary name -> Promise of {encode, vocab}
+  var session = null;    // Promise of an ort.InferenceSession
+
+  function fetchBytes(url, onProgress) {
+    return fetch(url).then(function (r) {
+      if (!r.ok) throw new Error("could not fetch " + url + " (" + r.status + ")");
+      var total = Number(r.headers.get("Content-Length")) || 0;
+      if (!r.body || !total) return r.arrayBuffer();
+      var reader = r.body.getReader(), chunks = [], got = 0;
+      function pump() {
+        return reader.read().then(function (step) {
+          if (step.done) {
+            var all = new Uint8Array(got), at = 0;
+            chunks.forEach(function (c) { all.set(c, at); at += c.length; });
+            return all.buffer;
+          }
+          chunks.push(step.value); got += step.value.length;
+          onProgress(got / total);
+          return pump();
+        });
+      }
+      return pump();
+    });
+  }
+
+  function tokenizer(name) {
+    name = name || "book";
+    if (!tokenizers[name]) {
+      var folder = MODEL + (name === "book" ? "" : name + "-");
+      tokenizers[name] = Promise.all([
+        import(STATIC + "tokenizers/tokenizers.min.mjs"),
+        fetch(folder + "tokenizer.json").then(function (r) { return r.json(); }),
+        fetch(folder + "tokenizer_config.json").then(function (r) { return r.json(); }),
+      ]).then(function (parts) {
+        var tok = new parts[0].Tokenizer(parts[1], parts[2]);
+        var vocab = [];
+        Object.keys(parts[1].model.vocab).forEach(function (t) { vocab[parts[1].model.vocab[t]] = t; });
+        return {
+          vocab: vocab,
+          ids: parts[1].model.vocab,
+          encode: function (text, pair) {
+            var e = pair === undefined ? tok.encode(text) : tok.encode(text, { text_pair: pair });
+            var types = e.token_type_ids || e.ids.map(function () { return 0; });
+            return { ids: e.ids, tokens: e.ids.map(function (i) { return vocab[i]; }), types: types };
+          },
+        };
+      });
+    }
+    return tokenizers[name];
+  }
+
+  function model(onProgress) {
+    if (!session) {
+      if (typeof WebAssembly !== "object") {
+        return Promise.reject(new Error("this browser has no WebAssembly, which the model needs"));
+      }
+      session = import(STATIC + "ort/ort.wasm.min.mjs").then(function (ort) {
+        ort.env.wasm.numThreads = 1;
+        ort.env.logLevel = "error";  // not its notes on the CPU it runs on
+        ort.env.wasm.wasmPaths = STATIC + "ort/";
+        return fetchBytes(MODEL + "book-model.onnx", onProgress).then(function (bytes) {
+          return ort.InferenceSession.create(bytes, { executionProviders: ["wasm"] })
+            .then(function (s) { return { ort: ort, session: s }; });
+        });
+      });
+      session.catch(function () { session = null; });
+    }
+    return session;
+  }
+
+  // One forward pass: log P over V at every position [T][V], attention [L][A][T][T], NSP logits.
+  function run(enc, causal) {
+    return model(function () {}).then(function (m) {
+      var T = enc.ids.length, bias = new Float32Array(T * T);
+      if (causal) for (var q = 0; q < T; q++) for (var k = q + 1; k < T; k++) bias[q * T + k] = NEG;
+      var big = function (a) { return BigInt64Array.from(a, function (v) { return BigInt(v); }); };
+      var feeds = {
+        input_ids: new m.ort.Tensor("int64", big(enc.ids), [1, T]),
+        token_type_ids: new m.ort.Tensor("int64", big(enc.types), [1, T]),
+        attn_bias: new m.ort.Tensor("float32", bias, [1, 1, T, T]),
+      };
+      return m.session.run(feeds).then(function (out) {
+        var lp = out.log_probs, att = out.attentions, V = lp.dims[2];
+        var rows = [];
+        for (var i = 0; i < T; i++) rows.push(lp.data.subarray(i * V, (i + 1) * V));
+        var L = att.dims[1], A = att.dims[2], maps = [];
+        for (var l = 0; l < L; l++) {
+          maps.push([]);
+          for (var h = 0; h < A; h++) {
+            var start = ((l * A) + h) * T * T, map = [];
+            for (var r = 0; r < T; r++) map.push(att.data.subarray(start + r * T, start + (r + 1) * T));
+            maps[l].push(map);
+          }
+        }
+        return { logProbs: rows, attentions: maps, nsp: Array.from(out.nsp_logits.data), V: V };
+      });
+    });
+  }
+
+  // The k most probable pieces at one position, special tokens excluded as fill_mask excludes them.
+  function topK(row, vocab, k, banned) {
+    var best = [];
+    for (var v = 0; v < row.length; v++) {
+      if (banned && banned[v]) continue;
+      if (best.length < k || row[v] > best[best.length - 1][1]) {
+        best.push([v, row[v]]);
+        best.sort(function (a, b) { return b[1] - a[1]; });
+        if (best.length > k) best.pop();
+      }
+    }
+    return best.map(function (p) { return { id: p[0], token: vocab[p[0]], p: Math.exp(p[1]) }; });
+  }
+
+  function rankOf(row, id) {
+    var r = 1;
+    for (var v = 0; v < row.length; v++) if (row[v] > row[id]) r++;
+    return r;
+  }
+
+  // ------------------------------------------------------------------ the page's pieces
+  function el(tag, attrs, children) {
+    var node = document.createElement(tag);
+    Object.keys(attrs || {}).forEach(function (k) {
+      if (k === "text") node.textContent = attrs[k];
+      else node.setAttribute(k, attrs[k]);
+    });
+    (children || []).forEach(function (c) { node.appendChild(c); });
+    return node;
+  }
+
+  var uid = 0;
+  function field(label, input) {
+    var id = "bert-live-" + (++uid);
+    input.id = id;
+    return el("div", { class: "bert-live-field" }, [el("label", { for: id, text: label }), input]);
+  }
+
+  function textBox(value, label) {
+    return field(label, el("input", { type: "text", value: value, spellcheck: "false" }));
+  }
+
+  function choice(label, options, value) {
+    var select = el("select", {});
+    options.forEach(function (o) {
+      var opt = el("option", { value: String(o[0]), text: o[1] });
+      if (String(o[0]) === String(value)) opt.selected = true;
+      select.appendChild(opt);
+    });
+    return field(label, select);
+  }
+
+  function slider(label, min, max, step, value) {
+    var input = el("input", { type: "range", min: min, max: max, step: step, value: value });
+    var f = field(label, input), shown = el("output", { text: String(value) });
+    input.addEventListener("input", function () { shown.textContent = input.value; });
+    f.appendChild(shown);
+    return f;
+  }
+
+  function table(headers, rows) {
+    var head = el("tr", {}, headers.map(function (h) { return el("th", { scope: "col", text: h }); }));
+    var body = rows.map(function (r) {
+      return el("tr", {}, r.map(function (c) { return el("td", { text: String(c) }); }));
+    });
+    return el("table", { class: "bert-live-table" }, [el("thead", {}, [head]), el("tbody", {}, body)]);
+  }
+
+  function fmt(p) { return p >= 0.001 ? p.toFixed(3) : p.toExponential(2); }
+
+  function bannedIds(tok) {
+    var banned = {};
+    SPECIAL.forEach(function (t) { if (tok.ids[t] !== undefined) banned[tok.ids[t]] = true; });
+    return banned;
+  }
+
+  // Checks every control shares: an answer the reader can act on, never an exception.
+  function checkLength(enc) {
+    if (enc.ids.length > MAX_POSITIONS) {
+      throw new Error(enc.ids.length + " tokens: the book's model reads at most " + MAX_POSITIONS +
+                      " ([CLS] and [SEP] included); shorten the text");
+    }
+  }
+
+  function blanksOf(enc) {
+    var at = [];
+    enc.tokens.forEach(function (t, i) { if (t === "[MASK]") at.push(i); });
+    if (!at.length) throw new Error("no [MASK] in the text: write [MASK] where the blank is");
+    return at;
+  }
+
+  function unknownNote(enc) {
+    var n = enc.tokens.filter(function (t) { return t === "[UNK]"; }).length;
+    return n ? " (" + n + " piece" + (n > 1 ? "s are" : " is") + " [UNK]: characters outside the vocabulary)" : "";
+  }
+
+  // ------------------------------------------------------------------ the controls, by kind
+  var KINDS = {};
+
+  // Chapter 10: fill-mask, and the rank of a word of your choice at the first blank.
+  KINDS["fill-mask"] = function (s, ui) {
+    var text = textBox(s.text, "Sentence with [MASK]"), word = textBox(s.answer || "", "A word to rank");
+    ui.controls([text, word]);
+    return function () {
+      return tokenizer().then(function (tok) {
+        var t = text.querySelector("input").value;
+        if (!t.trim()) throw new Error("the box is empty: type a sentence with [MASK]");
+        var enc = tok.encode(t);
+        checkLength(enc);
+        var blanks = blanksOf(enc);
+        return run(enc).then(function (out) {
+          var rows = [];
+          blanks.forEach(function (i) {
+            topK(out.logProbs[i], tok.vocab, 5).forEach(function (c, k) {
+              rows.push([k ? "" : "position " + i, c.token, fmt(c.p)]);
+            });
+          });
+          var parts = [table(["blank", "piece", "P"], rows)];
+          var w = word.querySelector("input").value.trim().toLowerCase();
+          if (w) {
+            var id = tok.ids[w];
+            parts.push(el("p", { text: id === undefined
+              ? "'" + w + "' is not one piece of the vocabulary: try a shorter or commoner word"
+              : "P(" + w + ") = " + fmt(Math.exp(out.logProbs[blanks[0]][id])) + " at position " +
+                blanks[0] + ", rank " + rankOf(out.logProbs[blanks[0]], id).toLocaleString("en") +
+                " of " + out.V.toLocaleString("en") }));
+          }
+          return { nodes: parts, note: unknownNote(enc) };
+        });
+      });
+    };
+  };
+
+  // Chapter 7: the attention of any layer and head on your sentence.
+  KINDS["attention"] = function (s, ui) {
+    var text = textBox(s.text, "Sentence");
+    var layer = choice("Layer", [[0, "0"], [1, "1"]], s.layer || 0);
+    var head = choice("Head", [[0, "0"], [1, "1"]], s.head || 0);
+    ui.controls([text, layer, head]);
+    return function () {
+      return tokenizer().then(function (tok) {
+        var t = text.querySelector("input").value;
+        if (!t.trim()) throw new Error("the box is empty: type a sentence");
+        var enc = tok.encode(t);
+        checkLength(enc);
+        return run(enc).then(function (out) {
+          var map = out.attentions[+layer.querySelector("select").value][+head.querySelector("select").value];
+          return { nodes: [heatmap(enc.tokens, map)], note: unknownNote(enc) };
+        });
+      });
+    };
+  };
+
+  function heatmap(tokens, map) {
+    var grid = el("table", { class: "bert-live-heatmap" });
+    grid.appendChild(el("caption", { text: "Row: the query (who reads); column: the key (who is read). " +
+                                             "Darker: more weight; each row sums to 1." }));
+    var head = el("tr", {}, [el("th", { scope: "col", text: "query \\ key" })]);
+    tokens.forEach(function (t) { head.appendChild(el("th", { scope: "col", text: t })); });
+    grid.appendChild(head);
+    tokens.forEach(function (t, q) {
+      var row = el("tr", {}, [el("th", { scope: "row", text: t })]);
+      for (var k = 0; k < tokens.length; k++) {
+        var w = map[q][k];
+        var cell = el("td", { text: w.toFixed(2), title: t + " reads " + tokens[k] + ": " + w.toFixed(3) });
+        cell.style.background = shade(w);
+        row.appendChild(cell);
+      }
+      grid.appendChild(row);
+    });
+    return grid;
+  }
+
+  // An opaque colour from white (weight 0) to the book's blue, lightened so that black text stays
+  // readable on it in the light and the dark theme alike.
+  function shade(w) {
+    var to = [76, 146, 195];
+    return "rgb(" + to.map(function (c) { return Math.round(255 + (c - 255) * w); }).join(",") + ")";
+  }
+
+  // Chapter 9: WordPiece on your words, with the book's vocabulary or BERT's.
+  KINDS["wordpiece"] = function (s, ui) {
+    var text = textBox(s.text, "Text");
+    var vocab = choice("Vocabulary", [["book", "the book's 8,000 pieces"],
+                                      ["bert-base-uncased", "BERT-base's 30,522 pieces"]], "book");
+    ui.controls([text, vocab]);
+    return function () {
+      return tokenizer(vocab.querySelector("select").value).then(function (tok) {
+        var t = text.querySelector("input").value;
+        if (!t.trim()) throw new Error("the box is empty: type a word or a sentence");
+        var enc = tok.encode(t), pieces = enc.tokens.slice(1, -1);
+        return { nodes: [el("p", { class: "bert-live-pieces", text: pieces.length + " tokens: " + pieces.join(" | ") })],
+                 status: "Split in your browser by tokenizers.js" + unknownNote(enc) + "." };
+      });
+    };
+  };
+
+  // Chapters 1, 2 and 5: click tokens into M; x\M, the guesses, P(x_i), each term and L.
+  KINDS["blank"] = function (s, ui) {
+    var text = textBox(s.text, "Sentence"), chosen = {};
+    (s.chosen || []).forEach(function (i) { chosen[i] = true; });
+    var buttons = el("div", { class: "bert-live-tokens", role: "group", "aria-label": "Tokens: press to put in M" });
+    var temp = s.temperature ? slider("Temperature", 0.25, 4, 0.25, 1) : null;
+    ui.controls(temp ? [text, buttons, temp] : [text, buttons]);
+    var lastText = null, drawn = null;
+    function drawButtons(tokens) {
+      var key = tokens.join(" ");
+      if (key === drawn) {  // the same tokens: only the pressed states change
+        buttons.querySelectorAll("button").forEach(function (b, i) { b.setAttribute("aria-pressed", String(!!chosen[i])); });
+        return;
+      }
+      drawn = key;
+      buttons.textContent = "";
+      tokens.forEach(function (t, i) {
+        var special = t === "[CLS]" || t === "[SEP]";
+        var b = el("button", { type: "button", "aria-pressed": String(!!chosen[i]), text: i + ": " + t });
+        if (special) b.disabled = true;
+        b.addEventListener("click", function () { chosen[i] = !chosen[i]; ui.update(); });
+        buttons.appendChild(b);
+      });
+    }
+    return function () {
+      return tokenizer().then(function (tok) {
+        var t = text.querySelector("input").value;
+        if (!t.trim()) throw new Error("the box is empty: type a sentence");
+        var enc = tok.encode(t);
+        checkLength(enc);
+        if (lastText !== null && t !== lastText) chosen = {};
+        lastText = t;
+        drawButtons(enc.tokens);
+        var M = enc.tokens.map(function (_, i) { return i; }).filter(function (i) {
+          return chosen[i] && i > 0 && i < enc.tokens.length - 1;
+        });
+        if (!M.length) return { nodes: [el("p", { text: "M is empty: press tokens to hide them" })] };
+        var ids = enc.ids.slice(), mask = tok.ids["[MASK]"];
+        M.forEach(function (i) { ids[i] = mask; });
+        var corrupted = { ids: ids, types: enc.types, tokens: ids.map(function (i) { return tok.vocab[i]; }) };
+        return run(corrupted).then(function (out) {
+          var T = temp ? +temp.querySelector("input").value : 1, L = 0, rows = [];
+          M.forEach(function (i) {
+            var row = out.logProbs[i];
+            if (T !== 1) row = tempered(row, T);
+            var lp = row[enc.ids[i]], guess = topK(row, tok.vocab, 1)[0];
+            L -= lp;
+            rows.push([i, enc.tokens[i], guess.token, fmt(Math.exp(lp)), (-lp).toFixed(3)]);
+          });
+          return { nodes: [
+            el("p", { class: "bert-live-pieces", text: "x\\M = " + corrupted.tokens.join(" ") }),
+            table(["i", "x_i", "model's guess", "P(x_i | x\\M)", "-log P"], rows),
+            el("p", { text: "L = " + L.toFixed(3) + " nats over |M| = " + M.length + (T !== 1 ? " at temperature " + T : "") }),
+          ], note: unknownNote(enc) };
+        });
+      });
+    };
+  };
+
+  // log softmax(log p / T): the same scores divided by a temperature.
+  function tempered(row, T) {
+    var out = new Float32Array(row.length), max = -Infinity, sum = 0, v;
+    for (v = 0; v < row.length; v++) { out[v] = row[v] / T; if (out[v] > max) max = out[v]; }
+    for (v = 0; v < row.length; v++) sum += Math.exp(out[v] - max);
+    var logZ = max + Math.log(sum);
+    for (v = 0; v < row.length; v++) out[v] -= logZ;
+    return out;
+  }
+
+  // Chapter 8: the same blank under BERT's mask and under a causal one.
+  KINDS["masks"] = function (s, ui) {
+    var text = textBox(s.text, "Sentence with [MASK]");
+    ui.controls([text]);
+    return function () {
+      return tokenizer().then(function (tok) {
+        var t = text.querySelector("input").value;
+        if (!t.trim()) throw new Error("the box is empty: type a sentence with [MASK]");
+        var enc = tok.encode(t);
+        checkLength(enc);
+        var i = blanksOf(enc)[0];
+        return Promise.all([run(enc, false), run(enc, true)]).then(function (outs) {
+          var rows = [["both sides (BERT)"], ["left only (causal)"]].map(function (r, k) {
+            return r.concat(topK(outs[k].logProbs[i], tok.vocab, 3).map(function (c) {
+              return c.token + " " + fmt(c.p);
+            }).join(", "));
+          });
+          var reach = enc.tokens.length - 1 - i;
+          return { nodes: [table(["mask", "top three at position " + i], rows),
+                           el("p", { text: "The causal mask hides the " + reach + " token" + (reach === 1 ? "" : "s") +
+                                           " right of the blank from it." })], note: unknownNote(enc) };
+        });
+      });
+    };
+  };
+
+  // Chapter 8: BERT used as GPT, as mlm_lib.causal.generate_left_to_right does: put [MASK] after
+  // the text, take the most probable piece, append it, repeat.
+  KINDS["generate"] = function (s, ui) {
+    var text = textBox(s.text, "Prompt"), length = slider("Pieces to add", 1, 20, 1, s.length || 12);
+    ui.controls([text, length]);
+    return function () {
+      return tokenizer().then(function (tok) {
+        var t = text.querySelector("input").value;
+        if (!t.trim()) throw new Error("the box is empty: type the start of a sentence");
+        var enc = tok.encode(t), n = +length.querySelector("input").value, banned = bannedIds(tok);
+        var ids = enc.ids.slice(0, -1), out = [];
+        if (ids.length + n + 2 > MAX_POSITIONS) {
+          throw new Error("the prompt and " + n + " pieces need more than the model's " + MAX_POSITIONS + " positions");
+        }
+        function step() {
+          if (out.length === n) return Promise.resolve(out);
+          var x = ids.concat(out, [tok.ids["[MASK]"], tok.ids["[SEP]"]]);
+          return run({ ids: x, types: x.map(function () { return 0; }) }).then(function (r) {
+            out.push(topK(r.logProbs[x.length - 2], tok.vocab, 1, banned)[0].id);
+            return step();
+          });
+        }
+        return step().then(function (pieces) {
+          var words = pieces.map(function (i) { return tok.vocab[i]; });
+          return { nodes: [el("p", { class: "bert-live-pieces", text: t + " -> " + words.join(" ") })], note: unknownNote(enc) };
+        });
+      });
+    };
+  };
+
+  // Chapter 6: your sentence corrupted at a seed you move.
+  function mulberry32(seed) {
+    return function () {
+      seed |= 0; seed = seed + 0x6D2B79F5 | 0;
+      var t = Math.imul(seed ^ seed >>> 15, 1 | seed);
+      t = t + Math.imul(t ^ t >>> 7, 61 | t) ^ t;
+      return ((t ^ t >>> 14) >>> 0) / 4294967296;
+    };
+  }
+
+  KINDS["corrupt"] = function (s, ui) {
+    var text = textBox(s.text, "Sentence"), rate = slider("Mask rate", 0.05, 1, 0.05, s.rate || 0.15);
+    var seed = slider("Seed", 0, 99, 1, 0);
+    ui.controls([text, rate, seed]);
+    return function () {
+      return tokenizer().then(function (tok) {
+        var t = text.querySelector("input").value;
+        if (!t.trim()) throw new Error("the box is empty: type a sentence");
+        var enc = tok.encode(t);
+        checkLength(enc);
+        var draw = mulberry32(+seed.querySelector("input").value), r = +rate.querySelector("input").value;
+        var ids = enc.ids.slice(), kinds = {}, ordinary = tok.vocab.length - SPECIAL.length;
+        enc.tokens.forEach(function (tk, i) {
+          var inM = draw() < r, coin = draw(), pick = draw();
+          if (SPECIAL.indexOf(tk) >= 0 || !inM) return;
+          if (coin < 0.8) { ids[i] = tok.ids["[MASK]"]; kinds[i] = "[MASK]"; }
+          else if (coin < 0.9) { ids[i] = SPECIAL.length + Math.floor(pick * ordinary); kinds[i] = "random"; }
+          else kinds[i] = "kept";
+        });
+        var M = Object.keys(kinds).map(Number);
+        var shown = ids.map(function (i) { return tok.vocab[i]; });
+        if (!M.length) return { nodes: [el("p", { text: "x~ = " + shown.join(" ") + "   (M is empty at this seed)" })] };
+        return run({ ids: ids, types: enc.types, tokens: shown }).then(function (out) {
+          var rows = M.map(function (i) {
+            var lp = out.logProbs[i][enc.ids[i]];
+            return [i, enc.tokens[i], kinds[i], shown[i], topK(out.logProbs[i], tok.vocab, 1)[0].token, fmt(Math.exp(lp))];
+          });
+          return { nodes: [el("p", { class: "bert-live-pieces", text: "x~ = " + shown.join(" ") }),
+                           table(["i", "x_i", "case", "reads", "model's guess", "P(x_i)"], rows)],
+                   note: unknownNote(enc) };
+        });
+      });
+    };
+  };
+
+  // ------------------------------------------------------------------ wiring a control
+  function mount(root) {
+    var spec = root.querySelector("script.bert-live-spec");
+    var settings = spec ? JSON.parse(spec.textContent) : {};
+    var build = KINDS[root.getAttribute("data-kind")];
+    if (!build) return;
+    var box = el("div", { class: "bert-live-controls" });
+    var status = el("p", { class: "bert-live-status", role: "status", "aria-live": "polite",
+                           text: "The book's model runs in your browser once this control is in view." });
+    var result = el("div", { class: "bert-live-result", "aria-live": "polite" });
+    var pending = 0, started = false;
+    var ui = {
+      controls: function (nodes) { nodes.forEach(function (n) { box.appendChild(n); }); },
+      update: function () { update(); },
+    };
+    var compute = build(settings, ui);
+    function update() {
+      started = true;
+      var mine = ++pending;
+      if (!session) status.textContent = "Loading the book's model…";
+      compute().then(function (answer) {
+        if (mine !== pending) return;
+        result.textContent = "";
+        answer.nodes.forEach(function (n) { result.appendChild(n); });
+        status.textContent = answer.status || "Computed in your browser by the book's model" + (answer.note || "") + ".";
+        root.setAttribute("data-answered", String(mine));
+      }).catch(function (err) {
+        if (mine !== pending) return;
+        result.textContent = "";
+        status.textContent = err.message || String(err);
+        root.setAttribute("data-answered", String(mine));
+      });
+    }
+    box.addEventListener("input", update);  // typing, sliders and menus alike
+    root.textContent = "";
+    root.appendChild(box); root.appendChild(status); root.appendChild(result);
+    // On the site the kernel's copy of this control is dead: hide it (a notebook still shows it).
+    // (A rule of the stylesheet, so that the widget the embed manager draws later is hidden too.)
+    var area = root.closest(".cell_output");
+    if (area) {
+      area.classList.add("bert-live-host");
+      Array.prototype.forEach.call(area.children, function (c) { if (c.contains(root)) c.classList.add("bert-live-own"); });
+    }
+    root.hidden = false;
+    function progress(f) { if (!started || !session) return; status.textContent = "Loading the book's model: " + Math.round(100 * f) + "%"; }
+    var start = function () { if (!started) { model(progress).catch(function () {}); update(); } };
+    if ("IntersectionObserver" in window) {
+      var seen = new IntersectionObserver(function (entries) {
+        if (entries.some(function (e) { return e.isIntersecting; })) { seen.disconnect(); start(); }
+      });
+      seen.observe(root);
+    }
+    box.addEventListener("focusin", start, { once: true });
+  }
+
+  function addStyle() {
+    var style = document.createElement("style");
+    style.textContent =
+      ".bert-live-host > :not(.bert-live-own) { display: none; }" +
+      // its own light panel in both themes, like the charts, so that every colour below stays readable
+      ".bert-live { border: 1px solid #ccc; border-radius: 6px; padding: 0.6em 0.8em; margin: 0.6em 0;" +
+      " background: #fff; color: #222; }" +
+      ".bert-live-field { margin: 0.25em 0; } .bert-live-field label { display: inline-block; min-width: 11em; }" +
+      ".bert-live-field input[type=text] { width: min(34em, 95%); }" +
+      ".bert-live-tokens button { margin: 0.15em; } .bert-live-tokens button[aria-pressed=true] { background: #ff7f0e; color: #000; }" +
+      ".bert-live-table td, .bert-live-table th { padding: 0.1em 0.6em; }" +
+      ".bert-live-heatmap td { font-size: 0.75em; text-align: center; min-width: 2.6em; color: #000; }" +
+      ".bert-live-status { font-size: 0.9em; color: #555; }" +
+      ".bert-live-pieces { font-family: monospace; }";
+    document.head.appendChild(style);
+  }
+
+  function mountAll() {
+    var roots = document.querySelectorAll(".bert-live[data-kind]");
+    if (!roots.length) return;
+    addStyle();
+    roots.forEach(mount);
+  }
+
+  window.BertLive = { tokenizer: tokenizer, model: model, run: run, topK: topK, rankOf: rankOf };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountAll);
+  else mountAll();
+})();

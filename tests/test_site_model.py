@@ -1,0 +1,232 @@
+"""The book's model in the reader's browser (book/static/bert-live.js) on the built site, in chromium.
+
+The browser tokenizes with tokenizers.js and runs the exported model with onnxruntime-web; both
+must give what mlm_lib gives: the same token ids, fill-mask's top 5 and their probabilities, the
+attention probabilities and the NSP probabilities, on held-out sentences no other test uses. Every
+model control on every chapter page answers, changes its answer when moved or typed into, and
+answers bad input with a message; and no request leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+
+from mlm_lib.book.book_model import book_model, book_model_tokenizer
+from mlm_lib.corpus import load_wikipedia, train_valid_split
+from mlm_lib.inference import attention_probs, fill_mask
+
+# Probabilities agree to 1e-4: float32 through two engines (onnxruntime's kernels and PyTorch's)
+# differ by rounding, ~1e-6 here; a wrong weight or a missed LayerNorm moves them by far more.
+PROB_TOL = 1e-4
+N_SENTENCES = 20
+FIRST_SENTENCE = 200  # held-out sentences from here on: no other test reads them
+CHAPTERS = ["01_words_and_symbols", "02_vocabulary_softmax", "05_masked_only_sum",
+            "06_corrupting_the_input", "07_inside_bert", "08_both_directions", "09_wordpiece",
+            "10_pretraining"]
+
+
+@pytest.fixture(scope="module")
+def sentences() -> list[str]:
+    """Held-out sentences with their fourth piece replaced by [MASK], short enough for the model."""
+    tok = book_model_tokenizer()
+    _, valid = train_valid_split(load_wikipedia())
+    out = []
+    for s in [s for d in valid for s in d.sentences][FIRST_SENTENCE:]:
+        words = s.split()
+        if 6 <= len(words) and len(tok.encode(s).input_ids) <= 40:
+            words[3] = "[MASK]"
+            out.append(" ".join(words))
+        if len(out) == N_SENTENCES:
+            return out
+    raise AssertionError("too few held-out sentences")
+
+
+@pytest.fixture
+def page(server, browser):
+    """A chapter page with the request log and console errors checked at the end."""
+    pages, requests, errors = [], [], []
+
+    def _open(chapter: str):
+        p = browser.new_page(viewport={"width": 1280, "height": 900})
+        p.set_default_timeout(60_000)
+        p.on("request", lambda r: requests.append(r.url))
+        p.on("pageerror", lambda e: errors.append(str(e)))
+        # a missing favicon is the browser's business; a missing file of the site is not
+        p.on("console", lambda m: m.type == "error" and "404" not in m.text and errors.append(m.text))
+        p.on("response", lambda r: r.status >= 400 and "/_static/" in r.url and errors.append(r.url))
+        p.goto(server + f"notebooks/{chapter}.html", wait_until="load")
+        pages.append(p)
+        return p
+
+    yield _open
+    for p in pages:
+        p.close()
+    outside = [u for u in requests if not u.startswith(server) and not u.startswith("data:")]
+    assert not outside, f"requests left 127.0.0.1: {outside[:5]}"
+    assert not errors, errors
+
+
+RUN_ALL = """async (texts) => {
+  const tok = await BertLive.tokenizer();
+  const out = [];
+  for (const t of texts) {
+    const enc = tok.encode(t);
+    const r = await BertLive.run(enc);
+    const blank = enc.tokens.indexOf("[MASK]");
+    const e = r.nsp.map(Math.exp), z = e[0] + e[1];
+    out.push({ids: enc.ids, blank,
+              top: BertLive.topK(r.logProbs[blank], tok.vocab, 5).map(c => [c.token, c.p]),
+              attention: r.attentions.map(l => l.map(h => h.map(row => Array.from(row)))),
+              nsp: [e[0] / z, e[1] / z]});
+  }
+  return out;
+}"""
+
+
+def test_the_browser_model_computes_what_mlm_lib_computes(page, sentences):
+    p = page("10_pretraining")
+    got = p.evaluate(RUN_ALL, sentences)
+    model, tok = book_model(), book_model_tokenizer()
+    worst = {"p": 0.0, "attention": 0.0, "nsp": 0.0}
+    for text, g in zip(sentences, got):
+        assert g["ids"] == tok.encode(text).input_ids, text
+        (expected,) = fill_mask(model, tok, text, top_k=5)
+        assert [t for t, _ in g["top"]] == expected.tokens, text
+        worst["p"] = max(worst["p"], max(abs(a - b) for (_, a), b in zip(g["top"], expected.probs)))
+        _, att = attention_probs(model, tok, text)
+        worst["attention"] = max(worst["attention"], float((torch.tensor(g["attention"]) - att).abs().max()))
+        with torch.no_grad():
+            nsp = model(torch.tensor([tok.encode(text).input_ids])).nsp_logits.softmax(-1)[0]
+        worst["nsp"] = max(worst["nsp"], float((torch.tensor(g["nsp"]) - nsp).abs().max()))
+    assert all(v <= PROB_TOL for v in worst.values()), worst
+
+
+def _answer(p, root, n: str) -> str:
+    """Wait for the control's answer after answer number ``n`` and return its text."""
+    p.wait_for_function("([r, n]) => r.getAttribute('data-answered') !== n", arg=[root.element_handle(), n])
+    return root.inner_text()
+
+
+def _first_answer(p, root) -> str:
+    root.scroll_into_view_if_needed()
+    p.wait_for_function("r => r.hasAttribute('data-answered')", arg=root.element_handle())
+    return root.inner_text()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_every_model_control_answers_and_follows_its_input(page, chapter):
+    p = page(chapter)
+    roots = p.locator(".bert-live[data-kind]")
+    assert roots.count(), f"{chapter}: no model control"
+    for k in range(roots.count()):
+        root = roots.nth(k)
+        kind = root.get_attribute("data-kind")
+        first = _first_answer(p, root)
+        assert "in your browser" in first, f"{chapter} {kind}: {first}"
+        # the kernel's copy of the control is hidden on the site
+        assert root.evaluate("r => [...r.closest('.cell_output').children]"
+                             ".every(c => c.contains(r) || getComputedStyle(c).display === 'none')")
+        for control in _controls_of(root):
+            before = root.locator(".bert-live-result").inner_text()
+            n = root.get_attribute("data-answered")
+            _move(p, root, control)
+            after = _answer(p, root, n)
+            assert root.locator(".bert-live-result").inner_text() != before, f"{chapter} {kind}: {control}"
+            assert "in your browser" in after, f"{chapter} {kind} {control}: {after}"
+
+
+def _controls_of(root) -> list[str]:
+    return root.evaluate("""r => [...r.querySelectorAll('.bert-live-controls input, .bert-live-controls select,'
+                                     + ' .bert-live-tokens button:not([disabled])')]
+                                  .slice(0, 4).map((e, i) => e.tagName + ':' + (e.type || '') + ':' + i)""")
+
+
+def _move(p, root, control: str) -> None:
+    tag, kind, index = control.split(":")
+    node = root.locator(".bert-live-controls input, .bert-live-controls select, "
+                        ".bert-live-tokens button:not([disabled])").nth(int(index))
+    if tag == "SELECT":
+        options = node.evaluate("s => [...s.options].map(o => o.value)")
+        node.select_option(options[-1] if node.input_value() != options[-1] else options[0])
+    elif kind == "range":
+        node.fill(node.evaluate("e => String(Number(e.max) - Number(e.step))"))
+    elif tag == "BUTTON":
+        node.click()
+    else:
+        value = node.input_value()
+        node.fill(value.replace("the", "a", 1) if "[MASK]" in value or not value else value + " river")
+
+
+BAD_INPUT = [("", "empty"), ("the river was wide .", "no [MASK]"),
+             (" ".join(["the"] * 80) + " [MASK]", "at most 64"), ("東京 ☃ [MASK] ⚡", "[UNK]")]
+
+
+@pytest.mark.parametrize("text, message", BAD_INPUT, ids=[m for _, m in BAD_INPUT])
+def test_bad_input_gets_a_message_and_the_page_keeps_working(page, text, message):
+    p = page("10_pretraining")
+    root = p.locator('.bert-live[data-kind="fill-mask"]')
+    _first_answer(p, root)
+    box = root.locator("input[type=text]").first
+    n = root.get_attribute("data-answered")
+    box.fill(text)
+    assert message in _answer(p, root, n)
+    n = root.get_attribute("data-answered")
+    box.fill("the [MASK] crossed the river .")
+    assert "in your browser" in _answer(p, root, n)
+
+
+def test_pages_without_a_model_control_load_no_model(page):
+    p = page("03_the_log")
+    p.wait_for_timeout(1500)
+    loaded = p.evaluate("() => performance.getEntriesByType('resource').map(e => e.name)")
+    assert not [u for u in loaded if re.search(r"/_static/(ort|model|tokenizers)/", u)], loaded
+
+
+def test_the_model_loads_only_when_a_control_is_in_view(page):
+    p = page("10_pretraining")
+    p.wait_for_timeout(1500)
+    loaded = p.evaluate("() => performance.getEntriesByType('resource').map(e => e.name)")
+    assert not [u for u in loaded if "book-model.onnx" in u], "the model loaded before its control was in view"
+    root = p.locator('.bert-live[data-kind="fill-mask"]')
+    assert "in your browser" in _first_answer(p, root)
+    assert json.dumps(root.inner_text())
+
+
+GENERATE = """async ([prompt, n]) => {
+  const tok = await BertLive.tokenizer();
+  const banned = {};
+  for (const t of ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]) banned[tok.ids[t]] = true;
+  const ids = tok.encode(prompt).ids.slice(0, -1), out = [];
+  while (out.length < n) {
+    const x = ids.concat(out, [tok.ids["[MASK]"], tok.ids["[SEP]"]]);
+    const r = await BertLive.run({ids: x, types: x.map(() => 0)});
+    out.push(BertLive.topK(r.logProbs[x.length - 2], tok.vocab, 1, banned)[0].id);
+  }
+  return out.map(i => tok.vocab[i]);
+}"""
+
+
+@pytest.mark.parametrize("prompt", ["the history of the city", "in 1861 the president", "he was born in"])
+def test_the_browser_generates_what_mlm_lib_generates(page, prompt):
+    from mlm_lib.causal import generate_left_to_right
+
+    p = page("08_both_directions")
+    got = p.evaluate(GENERATE, [prompt, 8])
+    assert got == generate_left_to_right(book_model(), book_model_tokenizer(), prompt, num_tokens=8)
+
+
+def test_a_browser_without_webassembly_is_told_so(server, browser):
+    context = browser.new_context()
+    context.add_init_script("delete window.WebAssembly")
+    p = context.new_page()
+    try:
+        p.goto(server + "notebooks/10_pretraining.html", wait_until="load")
+        root = p.locator('.bert-live[data-kind="fill-mask"]')
+        assert "no WebAssembly" in _first_answer(p, root)
+        assert p.locator(".recall").count(), "the rest of the page (its recall widgets) is still there"
+    finally:
+        context.close()
