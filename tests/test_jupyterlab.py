@@ -24,6 +24,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
+from recall_anki import chapter_outputs
+
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 TOKEN = "fill-in-the-blank-test"
@@ -80,21 +82,9 @@ def lab(tmp_path_factory):
     proc.wait(timeout=20)
 
 
-def _stored_widgets(notebook: Path) -> list[str]:
-    """The HTML of every recall widget in the chapter's stored outputs."""
-    out = []
-    for cell in json.loads(notebook.read_text())["cells"]:
-        for output in cell.get("outputs", []):
-            html = output.get("data", {}).get("text/html", "")
-            html = "".join(html) if isinstance(html, list) else html
-            if 'class="recall recall-' in html:
-                out.append(html)
-    return out
-
-
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
 def test_recall_widgets_work_in_a_reopened_chapter(lab, browser, notebook):
-    stored_html = _stored_widgets(notebook)
+    stored_html = chapter_outputs([notebook])  # the recall widgets of its stored outputs
     stored = len(stored_html)
     assert stored > 0, f"{notebook.name} has no recall widget in its outputs"
     page = browser.new_page(viewport={"width": 1280, "height": 900})

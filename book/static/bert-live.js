@@ -198,6 +198,16 @@
     }
   }
 
+  // The text of a control's box, tokenized and checked; ``what`` says what to type when it is empty.
+  function readSentence(tok, box, what, longOk) {
+    var t = box.querySelector("input").value;
+    if (!t.trim()) throw new Error("the box is empty: type " + what);
+    var enc = tok.encode(t);
+    if (!longOk) checkLength(enc);
+    enc.text = t;
+    return enc;
+  }
+
   function blanksOf(enc) {
     var at = [];
     enc.tokens.forEach(function (t, i) { if (t === "[MASK]") at.push(i); });
@@ -219,10 +229,7 @@
     ui.controls([text, word]);
     return function () {
       return tokenizer().then(function (tok) {
-        var t = text.querySelector("input").value;
-        if (!t.trim()) throw new Error("the box is empty: type a sentence with [MASK]");
-        var enc = tok.encode(t);
-        checkLength(enc);
+        var enc = readSentence(tok, text, "a sentence with [MASK]");
         var blanks = blanksOf(enc);
         return run(enc).then(function (out) {
           var rows = [];
@@ -255,10 +262,7 @@
     ui.controls([text, layer, head]);
     return function () {
       return tokenizer().then(function (tok) {
-        var t = text.querySelector("input").value;
-        if (!t.trim()) throw new Error("the box is empty: type a sentence");
-        var enc = tok.encode(t);
-        checkLength(enc);
+        var enc = readSentence(tok, text, "a sentence");
         return run(enc).then(function (out) {
           var map = out.attentions[+layer.querySelector("select").value][+head.querySelector("select").value];
           return { nodes: [heatmap(enc.tokens, map)], note: unknownNote(enc) };
@@ -302,9 +306,7 @@
     ui.controls([text, vocab]);
     return function () {
       return tokenizer(vocab.querySelector("select").value).then(function (tok) {
-        var t = text.querySelector("input").value;
-        if (!t.trim()) throw new Error("the box is empty: type a word or a sentence");
-        var enc = tok.encode(t), pieces = enc.tokens.slice(1, -1);
+        var enc = readSentence(tok, text, "a word or a sentence", true), pieces = enc.tokens.slice(1, -1);
         return { nodes: [el("p", { class: "bert-live-pieces", text: pieces.length + " tokens: " + pieces.join(" | ") })],
                  status: "Split in your browser by tokenizers.js" + unknownNote(enc) + "." };
       });
@@ -337,10 +339,7 @@
     }
     return function () {
       return tokenizer().then(function (tok) {
-        var t = text.querySelector("input").value;
-        if (!t.trim()) throw new Error("the box is empty: type a sentence");
-        var enc = tok.encode(t);
-        checkLength(enc);
+        var enc = readSentence(tok, text, "a sentence"), t = enc.text;
         if (lastText !== null && t !== lastText) chosen = {};
         lastText = t;
         drawButtons(enc.tokens);
@@ -386,10 +385,7 @@
     ui.controls([text]);
     return function () {
       return tokenizer().then(function (tok) {
-        var t = text.querySelector("input").value;
-        if (!t.trim()) throw new Error("the box is empty: type a sentence with [MASK]");
-        var enc = tok.encode(t);
-        checkLength(enc);
+        var enc = readSentence(tok, text, "a sentence with [MASK]");
         var i = blanksOf(enc)[0];
         return Promise.all([run(enc, false), run(enc, true)]).then(function (outs) {
           var rows = [["both sides (BERT)"], ["left only (causal)"]].map(function (r, k) {
@@ -413,9 +409,8 @@
     ui.controls([text, length]);
     return function () {
       return tokenizer().then(function (tok) {
-        var t = text.querySelector("input").value;
-        if (!t.trim()) throw new Error("the box is empty: type the start of a sentence");
-        var enc = tok.encode(t), n = +length.querySelector("input").value, banned = bannedIds(tok);
+        var enc = readSentence(tok, text, "the start of a sentence", true), t = enc.text;
+        var n = +length.querySelector("input").value, banned = bannedIds(tok);
         var ids = enc.ids.slice(0, -1), out = [];
         if (ids.length + n + 2 > MAX_POSITIONS) {
           throw new Error("the prompt and " + n + " pieces need more than the model's " + MAX_POSITIONS + " positions");
@@ -452,10 +447,7 @@
     ui.controls([text, rate, seed]);
     return function () {
       return tokenizer().then(function (tok) {
-        var t = text.querySelector("input").value;
-        if (!t.trim()) throw new Error("the box is empty: type a sentence");
-        var enc = tok.encode(t);
-        checkLength(enc);
+        var enc = readSentence(tok, text, "a sentence");
         var draw = mulberry32(+seed.querySelector("input").value), r = +rate.querySelector("input").value;
         var ids = enc.ids.slice(), kinds = {}, ordinary = tok.vocab.length - SPECIAL.length;
         enc.tokens.forEach(function (tk, i) {
@@ -536,27 +528,8 @@
     box.addEventListener("focusin", start, { once: true });
   }
 
-  function addStyle() {
-    var style = document.createElement("style");
-    style.textContent =
-      ".bert-live-host > :not(.bert-live-own) { display: none; }" +
-      // its own light panel in both themes, like the charts, so that every colour below stays readable
-      ".bert-live { border: 1px solid #ccc; border-radius: 6px; padding: 0.6em 0.8em; margin: 0.6em 0;" +
-      " background: #fff; color: #222; }" +
-      ".bert-live-field { margin: 0.25em 0; } .bert-live-field label { display: inline-block; min-width: 11em; }" +
-      ".bert-live-field input[type=text] { width: min(34em, 95%); }" +
-      ".bert-live-tokens button { margin: 0.15em; } .bert-live-tokens button[aria-pressed=true] { background: #ff7f0e; color: #000; }" +
-      ".bert-live-table td, .bert-live-table th { padding: 0.1em 0.6em; }" +
-      ".bert-live-heatmap td { font-size: 0.75em; text-align: center; min-width: 2.6em; color: #000; }" +
-      ".bert-live-status { font-size: 0.9em; color: #555; }" +
-      ".bert-live-pieces { font-family: monospace; }";
-    document.head.appendChild(style);
-  }
-
   function mountAll() {
     var roots = document.querySelectorAll(".bert-live[data-kind]");
-    if (!roots.length) return;
-    addStyle();
     roots.forEach(mount);
   }
 
