@@ -304,6 +304,7 @@
     var vocab = choice("Vocabulary", [["book", "the book's 8,000 pieces"],
                                       ["bert-base-uncased", "BERT-base's 30,522 pieces"]], "book");
     ui.controls([text, vocab]);
+    ui.tokenizerOnly();
     return function () {
       return tokenizer(vocab.querySelector("select").value).then(function (tok) {
         var enc = readSentence(tok, text, "a word or a sentence", true), pieces = enc.tokens.slice(1, -1);
@@ -483,24 +484,27 @@
     var status = el("p", { class: "bert-live-status", role: "status", "aria-live": "polite",
                            text: "The book's model runs in your browser once this control is in view." });
     var result = el("div", { class: "bert-live-result", "aria-live": "polite" });
-    var pending = 0, started = false;
+    var pending = 0, started = false, answered = false, needsModel = true;
     var ui = {
       controls: function (nodes) { nodes.forEach(function (n) { box.appendChild(n); }); },
       update: function () { update(); },
+      tokenizerOnly: function () { needsModel = false; },  // a control that never runs the model
     };
     var compute = build(settings, ui);
     function update() {
       started = true;
       var mine = ++pending;
-      if (!session) status.textContent = "Loading the book's model…";
+      if (!session && needsModel) status.textContent = "Loading the book's model…";
       compute().then(function (answer) {
         if (mine !== pending) return;
+        answered = true;
         result.textContent = "";
         answer.nodes.forEach(function (n) { result.appendChild(n); });
         status.textContent = answer.status || "Computed in your browser by the book's model" + (answer.note || "") + ".";
         root.setAttribute("data-answered", String(mine));
       }).catch(function (err) {
         if (mine !== pending) return;
+        answered = true;
         result.textContent = "";
         status.textContent = err.message || String(err);
         root.setAttribute("data-answered", String(mine));
@@ -517,8 +521,14 @@
       Array.prototype.forEach.call(area.children, function (c) { if (c.contains(root)) c.classList.add("bert-live-own"); });
     }
     root.hidden = false;
-    function progress(f) { if (!started || !session) return; status.textContent = "Loading the book's model: " + Math.round(100 * f) + "%"; }
-    var start = function () { if (!started) { model(progress).catch(function () {}); update(); } };
+    function progress(f) {
+      if (!answered) status.textContent = "Loading the book's model: " + Math.round(100 * f) + "%";
+    }
+    var start = function () {
+      if (started) return;
+      if (needsModel) model(progress).catch(function () {});
+      update();
+    };
     if ("IntersectionObserver" in window) {
       var seen = new IntersectionObserver(function (entries) {
         if (entries.some(function (e) { return e.isIntersecting; })) { seen.disconnect(); start(); }
