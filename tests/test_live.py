@@ -229,7 +229,8 @@ KERNEL_NOTE = "This control needs a running kernel"
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_kernel_only_controls_sit_under_the_note(path):
-    """A control that needs Python says so right above it; none is a bare widgets.interact,
+    """A control that needs Python says so right above it, unless its cell also shows the model
+    control that answers in the browser (mlm_lib.book.model_controls); none is a bare widgets.interact,
     whose unrun output reads "interactive(children=(FloatSlider(..." instead of a hint."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     for i, cell in enumerate(cells):
@@ -238,7 +239,8 @@ def test_kernel_only_controls_sit_under_the_note(path):
             continue
         assert "widgets.interact(" not in src, f"{path.name} cell {i}: use viz.kernel_controls"
         calls = src.replace("import kernel_controls", "").replace("import show_controls", "")
-        if "kernel_controls(" in calls or "show_controls(" in calls:
+        # a cell that also shows a model control answers on the site, and says so itself
+        if ("kernel_controls(" in calls or "show_controls(" in calls) and "model_control(" not in calls:
             above = "".join(cells[i - 1]["source"]) if i else ""
             assert cells[i - 1]["cell_type"] == "markdown" and KERNEL_NOTE in above, (
                 f"{path.name} cell {i}: no note above the kernel-only control")
