@@ -50,9 +50,11 @@ def code_hash(nb: nbformat.NotebookNode) -> str:
 
 def asset_files(chapter: Path) -> list[Path]:
     """The library's assets a chapter's outputs can depend on: all of them, except the recall items
-    of other chapters and of the gym (a chapter renders only its own, from recall/<chapter>.yml)."""
-    recall = LIBRARY / "book" / "assets" / "recall"
-    return sorted(p for p in (LIBRARY / "book" / "assets").rglob("*") if p.is_file()
+    of other chapters and of the gym (a chapter renders only its own, from recall/<chapter>.yml),
+    and the models chapters save (``mlm_lib.book.chapter_models``: what a chapter writes, not reads)."""
+    assets = LIBRARY / "book" / "assets"
+    recall, saved = assets / "recall", assets / "chapter-models"
+    return sorted(p for p in assets.rglob("*") if p.is_file() and saved not in p.parents
                   and (p.parent != recall or p.stem == chapter.stem))
 
 

@@ -7,6 +7,7 @@ them against mlm_lib first, so a mismatch is found without a browser.
 from __future__ import annotations
 
 import hashlib
+import json
 
 import numpy as np
 import pytest
@@ -16,7 +17,9 @@ from tokenizers import Tokenizer
 
 from mlm_lib.book.book_model import book_model, book_model_tokenizer
 from mlm_lib.book.browser_model import MODEL_FILE, export_site_model
+from mlm_lib.book.chapter_models import load_chapter_model
 from mlm_lib.corpus import load_wikipedia, train_valid_split
+from mlm_lib.finetune import predict
 from mlm_lib.model import attention_bias
 from mlm_lib.numerics import max_diff, tolerance
 
@@ -71,6 +74,34 @@ def test_the_tokenizer_json_tokenizes_as_the_library(site_model, held_out):
 
 def test_the_export_is_the_same_bytes_every_time(site_model, tmp_path):
     export_site_model(tmp_path)
-    for name in (MODEL_FILE, "tokenizer.json", "tokenizer_config.json"):
+    for name in (MODEL_FILE, "nsp.onnx", "classifier-pretrained.onnx", "classifier-pretrained.json",
+                 "tokenizer.json", "tokenizer_config.json"):
         digest = [hashlib.sha256((folder / name).read_bytes()).hexdigest() for folder in (site_model, tmp_path)]
         assert digest[0] == digest[1], f"{name} differs between two exports"
+
+
+def test_the_chapter_models_compute_in_onnx_what_they_compute_in_the_library(site_model, held_out):
+    tok = book_model_tokenizer()
+    nsp = load_chapter_model("nsp")
+    session = InferenceSession(str(site_model / "nsp.onnx"))
+    pairs = [(a, b) for a, b in zip(held_out, held_out[1:])
+             if len(tok.encode(a, pair=b).input_ids) <= nsp.config.max_position_embeddings]
+    assert len(pairs) >= 6, "too few held-out pairs that fit the model"
+    for a, b in pairs[:6]:
+        enc = tok.encode(a, pair=b)
+        ids, types = torch.tensor([enc.input_ids]), torch.tensor([enc.token_type_ids])
+        got = session.run(["nsp_logits"], {"input_ids": ids.numpy(), "token_type_ids": types.numpy(),
+                                           "attn_bias": np.zeros((1, 1, ids.shape[1], ids.shape[1]), np.float32)})[0]
+        with torch.no_grad():
+            expected = nsp(ids, types).nsp_logits
+        assert max_diff(torch.from_numpy(got), expected) <= tolerance(expected, 256), (a, b)
+    for name in ("classifier-pretrained", "classifier-random"):
+        model = load_chapter_model(name)
+        session = InferenceSession(str(site_model / f"{name}.onnx"))
+        assert json.loads((site_model / f"{name}.json").read_text())["labels"] == model.label_names
+        for text in held_out[:6]:
+            ids = torch.tensor([tok.encode(text).input_ids])
+            got = session.run(None, {"input_ids": ids.numpy(), "token_type_ids": np.zeros_like(ids.numpy()),
+                                     "attn_bias": np.zeros((1, 1, ids.shape[1], ids.shape[1]), np.float32)})[0]
+            expected = predict(model, tok, [text]).log()
+            assert max_diff(torch.from_numpy(got), expected) <= tolerance(expected, 256), (name, text)

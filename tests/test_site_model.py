@@ -16,7 +16,9 @@ import pytest
 import torch
 
 from mlm_lib.book.book_model import book_model, book_model_tokenizer
+from mlm_lib.book.chapter_models import load_chapter_model
 from mlm_lib.corpus import load_wikipedia, train_valid_split
+from mlm_lib.finetune import predict
 from mlm_lib.inference import attention_probs, fill_mask
 
 # Probabilities agree to 1e-4: float32 through two engines (onnxruntime's kernels and PyTorch's)
@@ -26,7 +28,7 @@ N_SENTENCES = 20
 FIRST_SENTENCE = 200  # held-out sentences from here on: no other test reads them
 CHAPTERS = ["01_words_and_symbols", "02_vocabulary_softmax", "05_masked_only_sum",
             "06_corrupting_the_input", "07_inside_bert", "08_both_directions", "09_wordpiece",
-            "10_pretraining"]
+            "10_pretraining", "11_next_sentence_prediction", "12_fine_tuning"]
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +105,55 @@ def test_the_browser_model_computes_what_mlm_lib_computes(page, sentences):
             nsp = model(torch.tensor([tok.encode(text).input_ids])).nsp_logits.softmax(-1)[0]
         worst["nsp"] = max(worst["nsp"], float((torch.tensor(g["nsp"]) - nsp).abs().max()))
     assert all(v <= PROB_TOL for v in worst.values()), worst
+
+
+RUN_PAIRS = """async (pairs) => {
+  const tok = await BertLive.tokenizer();
+  const out = [];
+  for (const [a, b] of pairs) {
+    const enc = tok.encode(a, b);
+    const e = (await BertLive.run(enc, false, "nsp")).nsp.map(Math.exp);
+    out.push({ids: enc.ids, types: enc.types, p: e[0] / (e[0] + e[1])});
+  }
+  return out;
+}"""
+
+RUN_CLASSIFIER = """async ([texts, name]) => {
+  const tok = await BertLive.tokenizer();
+  const out = [];
+  for (const t of texts) out.push((await BertLive.classify(tok.encode(t), name)).map(c => [c.label, c.p]));
+  return out;
+}"""
+
+
+def test_the_browser_runs_chapter_11s_nsp_head_as_mlm_lib_does(page, sentences):
+    p = page("11_next_sentence_prediction")
+    model, tok = load_chapter_model("nsp"), book_model_tokenizer()
+    texts = [s.replace("[MASK]", "the") for s in sentences]
+    # every held-out sentence as A, with the shortest of the others that fits as B
+    pairs = [(a, min((b for b in texts if b != a), key=len)) for a in texts]
+    assert all(len(tok.encode(a, pair=b).input_ids) <= model.config.max_position_embeddings for a, b in pairs)
+    got = p.evaluate(RUN_PAIRS, pairs)
+    worst = 0.0
+    for (a, b), g in zip(pairs, got):
+        enc = tok.encode(a, pair=b)
+        assert (g["ids"], g["types"]) == (enc.input_ids, enc.token_type_ids), (a, b)
+        with torch.no_grad():
+            out = model(torch.tensor([enc.input_ids]), torch.tensor([enc.token_type_ids]))
+        worst = max(worst, abs(g["p"] - float(out.nsp_logits.softmax(-1)[0, 0])))
+    assert worst <= PROB_TOL, worst
+
+
+@pytest.mark.parametrize("name", ["classifier-pretrained", "classifier-random"])
+def test_the_browser_runs_chapter_12s_classifiers_as_mlm_lib_does(page, sentences, name):
+    p = page("12_fine_tuning")
+    texts = [s.replace("[MASK]", "the") for s in sentences]
+    got = p.evaluate(RUN_CLASSIFIER, [texts, name])
+    model, tok = load_chapter_model(name), book_model_tokenizer()
+    expected = predict(model, tok, texts)
+    assert [[label for label, _ in g] for g in got] == [model.label_names] * len(texts)
+    worst = float((torch.tensor([[q for _, q in g] for g in got]) - expected).abs().max())
+    assert worst <= PROB_TOL, worst
 
 
 def _answer(p, root, n: str) -> str:

@@ -16,7 +16,7 @@
 
   // ------------------------------------------------------------------ loading, once per page
   var tokenizers = {};   // vocabulary name -> Promise of {encode, vocab}
-  var session = null;    // Promise of an ort.InferenceSession
+  var BOOK_MODEL = "book-model";
 
   function fetchBytes(url, onProgress) {
     return fetch(url).then(function (r) {
@@ -56,7 +56,7 @@
           vocab: vocab,
           ids: parts[1].model.vocab,
           encode: function (text, pair) {
-            var e = pair === undefined ? tok.encode(text) : tok.encode(text, { text_pair: pair });
+            var e = tok.encode(text, { text_pair: pair === undefined ? null : pair, return_token_type_ids: true });
             var types = e.token_type_ids || e.ids.map(function () { return 0; });
             return { ids: e.ids, tokens: e.ids.map(function (i) { return vocab[i]; }), types: types };
           },
@@ -66,36 +66,77 @@
     return tokenizers[name];
   }
 
-  function model(onProgress) {
-    if (!session) {
+  // The runtime, once per page; each model file, once, when a control first needs it.
+  var runtime = null, sessions = {};
+  function onnxRuntime() {
+    if (!runtime) {
       if (typeof WebAssembly !== "object") {
         return Promise.reject(new Error("this browser has no WebAssembly, which the model needs"));
       }
-      session = import(STATIC + "ort/ort.wasm.min.mjs").then(function (ort) {
+      runtime = import(STATIC + "ort/ort.wasm.min.mjs").then(function (ort) {
         ort.env.wasm.numThreads = 1;
         ort.env.logLevel = "error";  // not its notes on the CPU it runs on
         ort.env.wasm.wasmPaths = STATIC + "ort/";
-        return fetchBytes(MODEL + "book-model.onnx", onProgress).then(function (bytes) {
+        return ort;
+      });
+      runtime.catch(function () { runtime = null; });
+    }
+    return runtime;
+  }
+
+  // ``name``: "book-model" (the default), or a model a chapter saved (mlm_lib/book/chapter_models.py).
+  function model(onProgress, name) {
+    name = name || BOOK_MODEL;
+    if (!sessions[name]) {
+      sessions[name] = onnxRuntime().then(function (ort) {
+        return fetchBytes(MODEL + name + ".onnx", onProgress || function () {}).then(function (bytes) {
           return ort.InferenceSession.create(bytes, { executionProviders: ["wasm"] })
             .then(function (s) { return { ort: ort, session: s }; });
         });
       });
-      session.catch(function () { session = null; });
+      sessions[name].catch(function () { delete sessions[name]; });
     }
-    return session;
+    return sessions[name];
   }
 
-  // One forward pass: log P over V at every position [T][V], attention [L][A][T][T], NSP logits.
-  function run(enc, causal) {
-    return model(function () {}).then(function (m) {
-      var T = enc.ids.length, bias = new Float32Array(T * T);
-      if (causal) for (var q = 0; q < T; q++) for (var k = q + 1; k < T; k++) bias[q * T + k] = NEG;
-      var big = function (a) { return BigInt64Array.from(a, function (v) { return BigInt(v); }); };
-      var feeds = {
-        input_ids: new m.ort.Tensor("int64", big(enc.ids), [1, T]),
-        token_type_ids: new m.ort.Tensor("int64", big(enc.types), [1, T]),
-        attn_bias: new m.ort.Tensor("float32", bias, [1, 1, T, T]),
-      };
+  function feedsOf(ort, enc, causal) {
+    var T = enc.ids.length, bias = new Float32Array(T * T);
+    if (causal) for (var q = 0; q < T; q++) for (var k = q + 1; k < T; k++) bias[q * T + k] = NEG;
+    var big = function (a) { return BigInt64Array.from(a, function (v) { return BigInt(v); }); };
+    return {
+      input_ids: new ort.Tensor("int64", big(enc.ids), [1, T]),
+      token_type_ids: new ort.Tensor("int64", big(enc.types), [1, T]),
+      attn_bias: new ort.Tensor("float32", bias, [1, 1, T, T]),
+    };
+  }
+
+  // A chapter 12 classifier: P over its labels, and their names.
+  function classify(enc, name) {
+    return Promise.all([model(null, name), labelsOf(name)]).then(function (parts) {
+      return parts[0].session.run(feedsOf(parts[0].ort, enc, false)).then(function (out) {
+        var p = Array.from(out.label_log_probs.data).map(Math.exp);
+        return parts[1].map(function (label, k) { return { label: label, p: p[k] }; });
+      });
+    });
+  }
+
+  var labels = {};
+  function labelsOf(name) {
+    if (!labels[name]) {
+      labels[name] = fetch(MODEL + name + ".json").then(function (r) {
+        if (!r.ok) throw new Error("could not fetch the labels of " + name + " (" + r.status + ")");
+        return r.json();
+      }).then(function (j) { return j.labels; });
+      labels[name].catch(function () { delete labels[name]; });
+    }
+    return labels[name];
+  }
+
+  // One forward pass of the book's model (or chapter 11's, ``name`` "nsp"): log P over V at every
+  // position [T][V], attention [L][A][T][T], NSP logits.
+  function run(enc, causal, name) {
+    return model(null, name).then(function (m) {
+      var T = enc.ids.length, feeds = feedsOf(m.ort, enc, causal);
       return m.session.run(feeds).then(function (out) {
         var lp = out.log_probs, att = out.attentions, V = lp.dims[2];
         var rows = [];
@@ -474,6 +515,62 @@
     };
   };
 
+  // Chapter 11: chapter 11's NSP head on one of its six pairs or on yours; the reader guesses first.
+  KINDS["nsp"] = function (s, ui) {
+    var OWN = "own", pairs = s.pairs || [];
+    var pick = choice("Pair", pairs.map(function (p, k) { return [k, p.name]; }).concat([[OWN, "your own A and B"]]), 0);
+    var guess = choice("Your guess: did B follow A?", [["?", "?"], ["IsNext", "IsNext"], ["NotNext", "NotNext"]], "?");
+    var a = textBox(s.a || "", "Your sentence A"), b = textBox(s.b || "", "Your sentence B");
+    ui.controls([pick, guess, a, b]);
+    ui.uses(["nsp"]);
+    [a, b].forEach(function (f) {  // typing a pair of one's own chooses it
+      f.querySelector("input").addEventListener("input", function () { pick.querySelector("select").value = OWN; });
+    });
+    return function () {
+      return tokenizer().then(function (tok) {
+        var k = pick.querySelector("select").value, own = k === OWN;
+        var pair = own ? { a: a.querySelector("input").value, b: b.querySelector("input").value, how: "your own pair" } : pairs[+k];
+        var shown = [el("p", { text: "A: " + pair.a }), el("p", { text: "B: " + pair.b })];
+        if (!pair.a.trim() || !pair.b.trim()) throw new Error("a box is empty: type a sentence A and a sentence B");
+        var g = guess.querySelector("select").value;
+        if (g === "?") {
+          return { nodes: shown.concat([el("p", { text: "Did B follow A? Choose IsNext or NotNext to see the NSP head's answer." })]),
+                   status: "Guess first: the answer is computed in your browser once you have." };
+        }
+        var enc = tok.encode(pair.a, pair.b);
+        checkLength(enc);
+        return run(enc, false, "nsp").then(function (out) {
+          var e = out.nsp.map(Math.exp), pNext = e[0] / (e[0] + e[1]);
+          return { nodes: shown.concat([
+            el("p", { text: "your guess: " + g + "   the NSP head: P(IsNext) = " + pNext.toFixed(2) +
+                            ", so " + (pNext > 0.5 ? "IsNext" : "NotNext") }),
+            el("p", { text: "how B was chosen: " + pair.how })]),
+                   status: "Computed in your browser by chapter 11's NSP head" + unknownNote(enc) + "." };
+        });
+      });
+    };
+  };
+
+  // Chapter 12: the classifiers fine-tuned in chapter 12 on your sentence.
+  KINDS["classify"] = function (s, ui) {
+    var text = textBox(s.text, "Sentence"), models = s.models || [];
+    ui.controls([text]);
+    ui.uses(models.map(function (m) { return m[1]; }));
+    return function () {
+      return tokenizer().then(function (tok) {
+        var enc = readSentence(tok, text, "a sentence");
+        return Promise.all(models.map(function (m) { return classify(enc, m[1]); })).then(function (answers) {
+          var rows = answers.map(function (ps, k) {
+            var sorted = ps.slice().sort(function (x, y) { return y.p - x.p; });
+            return [models[k][0], sorted.map(function (c) { return c.label + " " + c.p.toFixed(2); }).join(", ")];
+          });
+          return { nodes: [table(["classifier", "P(label | sentence), most probable first"], rows)],
+                   status: "Computed in your browser by chapter 12's classifiers" + unknownNote(enc) + "." };
+        });
+      });
+    };
+  };
+
   // ------------------------------------------------------------------ wiring a control
   function mount(root) {
     var spec = root.querySelector("script.bert-live-spec");
@@ -484,17 +581,18 @@
     var status = el("p", { class: "bert-live-status", role: "status", "aria-live": "polite",
                            text: "The book's model runs in your browser once this control is in view." });
     var result = el("div", { class: "bert-live-result", "aria-live": "polite" });
-    var pending = 0, started = false, answered = false, needsModel = true;
+    var pending = 0, started = false, answered = false, needs = [BOOK_MODEL];
     var ui = {
       controls: function (nodes) { nodes.forEach(function (n) { box.appendChild(n); }); },
       update: function () { update(); },
-      tokenizerOnly: function () { needsModel = false; },  // a control that never runs the model
+      uses: function (names) { needs = names; },   // the model files it runs, when not the book's
+      tokenizerOnly: function () { needs = []; },  // a control that never runs a model
     };
     var compute = build(settings, ui);
     function update() {
       started = true;
       var mine = ++pending;
-      if (!session && needsModel) status.textContent = "Loading the book's model…";
+      if (needs.some(function (n) { return !sessions[n]; })) status.textContent = "Loading the model…";
       compute().then(function (answer) {
         if (mine !== pending) return;
         answered = true;
@@ -522,11 +620,11 @@
     }
     root.hidden = false;
     function progress(f) {
-      if (!answered) status.textContent = "Loading the book's model: " + Math.round(100 * f) + "%";
+      if (!answered) status.textContent = "Loading the model: " + Math.round(100 * f) + "%";
     }
     var start = function () {
       if (started) return;
-      if (needsModel) model(progress).catch(function () {});
+      needs.forEach(function (n) { model(progress, n).catch(function () {}); });
       update();
     };
     if ("IntersectionObserver" in window) {
@@ -543,7 +641,7 @@
     roots.forEach(mount);
   }
 
-  window.BertLive = { tokenizer: tokenizer, model: model, run: run, topK: topK, rankOf: rankOf };
+  window.BertLive = { tokenizer: tokenizer, model: model, run: run, classify: classify, topK: topK, rankOf: rankOf };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountAll);
   else mountAll();
 })();

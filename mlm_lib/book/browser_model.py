@@ -9,11 +9,15 @@ asks the model answers on the published page, offline. ``export_site_model(folde
   the NSP logits. The attention bias is an input, so a page can apply the causal mask of chapter 8.
   The weights are stored in float16, as the book's checkpoint stores them (so nothing is rounded:
   half the bytes, the same numbers), and cast to float32 inside the graph;
+- ``nsp.onnx``, the same outputs for chapter 11's NSP model, and ``classifier-pretrained.onnx`` and
+  ``classifier-random.onnx``, chapter 12's two classifiers, whose one output is log P over the
+  labels (``label_log_probs``); each classifier's label names are in the ``.json`` of its name.
+  All three come from ``mlm_lib.book.chapter_models``, saved by their chapters;
 - ``tokenizer.json`` and ``tokenizer_config.json``: BERT's WordPiece on the book's vocabulary, in
   the format of Hugging Face's tokenizers (written by the ``tokenizers`` package), and the same two
   files for BERT-base's vocabulary (``bert-base-uncased-`` in front), which chapter 9 compares.
 
-Nothing here is committed: it is built from the committed checkpoint, the same bytes on every run.
+Nothing here is committed: it is built from the committed checkpoints, the same bytes on every run.
 
     python -m mlm_lib.book.browser_model book/vendor/model
 """
@@ -33,12 +37,15 @@ from onnx import helper, numpy_helper
 from torch import nn
 
 from mlm_lib.book.book_model import bert_base_uncased_vocab, book_model, book_model_tokenizer
+from mlm_lib.book.chapter_models import CHAPTER_MODEL_NAMES, load_chapter_model
+from mlm_lib.finetune import BertClassifier
 from mlm_lib.model import BertForPreTraining
 from mlm_lib.tokenizer import WordPieceTokenizer
 
 MODEL_FILE = "book-model.onnx"
 INPUTS = ("input_ids", "token_type_ids", "attn_bias")
 OUTPUTS = ("log_probs", "attentions", "pooled", "nsp_logits")
+CLASSIFIER_OUTPUTS = ("label_log_probs",)
 OPSET = 18
 BERT_BASE_POSITIONS = 512
 
@@ -68,9 +75,30 @@ class BrowserOutputs(nn.Module):
         return logits.log_softmax(-1), torch.stack(attentions, 1), pooled, heads.seq_relationship(pooled)
 
 
-def export_onnx(model: BertForPreTraining, path: Path) -> None:
+class ClassifierOutputs(nn.Module):
+    """A fine-tuned classifier's log P over its labels for one sequence (dropout is off in eval)."""
+
+    def __init__(self, model: BertClassifier) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, attn_bias: torch.Tensor
+                ) -> torch.Tensor:
+        bert = self.model.bert
+        x = bert.embeddings(input_ids, token_type_ids)
+        for layer in bert.layers:
+            x, _ = layer(x, attn_bias, need_probs=True)  # the plain path, as the other graph
+        pooled = torch.tanh(bert.pooler(x[:, 0]))
+        return self.model.classifier(pooled).log_softmax(-1)  # [1, number of labels]
+
+
+def export_onnx(model: BertForPreTraining | BertClassifier, path: Path) -> None:
     """Write ``model`` as one ONNX file (weights inside) with a dynamic sequence length."""
-    wrapper = BrowserOutputs(model.eval())
+    if isinstance(model, BertClassifier):
+        wrapper: nn.Module = ClassifierOutputs(model.eval())
+        outputs = CLASSIFIER_OUTPUTS
+    else:
+        wrapper, outputs = BrowserOutputs(model.eval()), OUTPUTS
     length = torch.export.Dim("T", min=2, max=model.config.max_position_embeddings)
     example = (torch.tensor([[2, 5, 3]]), torch.zeros(1, 3, dtype=torch.long), torch.zeros(1, 1, 3, 3))
     # The exporter's notes on its own internals (optional packages it looks for, its progress).
@@ -79,7 +107,7 @@ def export_onnx(model: BertForPreTraining, path: Path) -> None:
         warnings.simplefilter("ignore")
         program = torch.onnx.export(
             wrapper, example, dynamo=True, opset_version=OPSET, input_names=list(INPUTS),
-            output_names=list(OUTPUTS), verbose=False,
+            output_names=list(outputs), verbose=False,
             dynamic_shapes={"input_ids": {1: length}, "token_type_ids": {1: length},
                             "attn_bias": {2: length, 3: length}})
     program.save(str(path), external_data=False)
@@ -127,6 +155,14 @@ def export_site_model(folder: str | Path) -> list[Path]:
     model = book_model()
     export_onnx(model, folder / MODEL_FILE)
     written = [folder / MODEL_FILE]
+    for name in CHAPTER_MODEL_NAMES:
+        chapter_model = load_chapter_model(name)
+        export_onnx(chapter_model, folder / f"{name}.onnx")
+        written.append(folder / f"{name}.onnx")
+        if isinstance(chapter_model, BertClassifier):
+            labels = folder / f"{name}.json"
+            labels.write_text(json.dumps({"labels": chapter_model.label_names}), encoding="utf-8")
+            written.append(labels)
     bert_base = WordPieceTokenizer.from_vocab_file(bert_base_uncased_vocab())
     for prefix, tokenizer, length in [("", book_model_tokenizer(), model.config.max_position_embeddings),
                                       ("bert-base-uncased-", bert_base, BERT_BASE_POSITIONS)]:

@@ -24,8 +24,10 @@ KINDS = {
     "generate": {"text", "length"},               # chapter 8: BERT used as GPT
     "wordpiece": {"text"},                        # chapter 9: WordPiece on your words
     "fill-mask": {"text", "answer"},              # chapter 10: fill-mask and a word's rank
+    "nsp": {"pairs", "a", "b"},                   # chapter 11: the NSP head on a pair (chapter_models)
+    "classify": {"text", "models"},               # chapter 12: the classifiers (chapter_models)
 }
-NOTEBOOK_TEXT = ("On the book's site this control runs the book's model in your browser; "
+NOTEBOOK_TEXT = ("On the book's site this control runs its model in your browser; "
                  "in a notebook, use the controls below it.")
 
 
