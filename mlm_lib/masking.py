@@ -12,6 +12,12 @@ the chosen tokens. With ``whole_word_starts`` a word's pieces share one draw, so
 masked entirely or not at all. ``max_predictions`` keeps, in a random order, only as many chosen
 words as fit the cap; ``at_least_one`` masks one candidate word in any row where the draw chose
 nothing (short sentences would otherwise give no training signal).
+
+Span masking (SpanBERT, Joshi et al. 2020, section 3.1) is a third way to choose M:
+``Corruption(span_p=0.2)`` masks runs of whole words, their lengths drawn from a geometric
+distribution, until a share ``select`` of the row's tokens is chosen; one coin per *span* then
+sends all of it to [MASK], to random tokens or leaves it. Spans are drawn one after another, so
+this mode loops over the rows and their spans in Python.
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ class Corruption:
     keep: float = 0.1
     fixed_count: bool = False
     random_from_all: bool = False
+    span_p: float | None = None  # SpanBERT's spans: the geometric distribution's p (0.2 there)
+    max_span: int = 10            # the longest span, in words (10 there)
 
     def __post_init__(self) -> None:
         # Written as "not (inside)" so that nan is refused too.
@@ -58,6 +66,23 @@ class Corruption:
         total = self.mask + self.random + self.keep
         if abs(total - 1.0) > 1e-6:
             raise ValueError(f"mask + random + keep must sum to 1, got {total:.6g}")
+        if self.span_p is not None:
+            if not 0 < self.span_p <= 1:
+                raise ValueError(f"span_p must be in (0, 1], got {self.span_p}")
+            if self.max_span < 1:
+                raise ValueError(f"max_span must be at least 1, got {self.max_span}")
+            if self.fixed_count:
+                raise ValueError("span masking sets its own count (a share select of the tokens); "
+                                 "leave fixed_count False")
+
+    def span_lengths(self) -> torch.Tensor:
+        """P(length = 1 .. max_span words): the geometric distribution cut at ``max_span`` and
+        renormalised, as SpanBERT draws it (mean 3.8 words for p = 0.2 and 10)."""
+        if self.span_p is None:
+            raise ValueError("this Corruption masks no spans (span_p is None)")
+        k = torch.arange(1, self.max_span + 1, dtype=torch.float64)
+        p = self.span_p * (1 - self.span_p) ** (k - 1)
+        return p / p.sum()
 
 
 BERT_CORRUPTION = Corruption()
@@ -67,6 +92,9 @@ EVAL_CORRUPTION = Corruption(mask=1.0, random=0.0, keep=0.0)
 # The original BERT's choice of M (google-research/bert, create_pretraining_data.py): a fixed
 # number of targets per sequence and random replacements from the whole vocabulary.
 GOOGLE_CORRUPTION = Corruption(fixed_count=True, random_from_all=True)
+# SpanBERT's (Joshi et al. 2020, section 3.1): spans of whole words, lengths ~ Geometric(0.2) cut
+# at 10, until 15% of the tokens are chosen; 80/10/10 decided once per span.
+SPANBERT_CORRUPTION = Corruption(span_p=0.2, max_span=10)
 
 
 @dataclass
@@ -79,6 +107,7 @@ class MaskedBatch:
     replaced: torch.Tensor    # bool: in M and now [MASK]
     randomized: torch.Tensor  # bool: in M and now a random token
     kept: torch.Tensor        # bool: in M and left unchanged
+    span: torch.Tensor | None = None  # span masking: each position's span (1, 2, ...; 0 outside M)
 
     @property
     def num_masked(self) -> int:
@@ -104,7 +133,10 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
     # 1. Choose M: one coin per word, so that a word joins M whole or not at all.
     B, T = x.shape
     coin = torch.gather(_uniform((B, T + 1), generator, x.device, torch.float64), 1, word)
-    if corruption.fixed_count:
+    span = None
+    if corruption.span_p is not None:
+        masked, span = _choose_spans(real, word, corruption, generator)
+    elif corruption.fixed_count:
         masked = _fill_to_count(real, coin, word, _fixed_count(corruption.select, x, attention_mask))
     else:
         masked = real & (coin < corruption.select)
@@ -113,8 +145,9 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
     if at_least_one:
         masked = _at_least_one(masked, real, coin, word)
 
-    # 2. Split M: a second coin per position sends it to [MASK], to a random token or leaves it.
-    replaced, randomized, kept = _split(masked, corruption, generator)
+    # 2. Split M: a second coin per position (per span, for spans) sends it to [MASK], to a random
+    # token or leaves it.
+    replaced, randomized, kept = _split(masked, corruption, generator, span)
 
     # 3. Write x_\M, and the labels: the original token on M, IGNORE_INDEX everywhere else.
     random_ids = _random_tokens(x.shape, vocab_size, special, generator, x.device,
@@ -122,7 +155,7 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
     corrupted = torch.where(replaced, torch.full_like(x, mask_token_id), x)
     corrupted = torch.where(randomized, random_ids, corrupted)
     labels = torch.where(masked, x, torch.full_like(x, IGNORE_INDEX))
-    return MaskedBatch(corrupted, labels, masked, replaced, randomized, kept)
+    return MaskedBatch(corrupted, labels, masked, replaced, randomized, kept, span)
 
 
 def _check_inputs(input_ids: torch.Tensor, vocab_size: int, special_ids: Iterable[int], corruption: Corruption,
@@ -248,12 +281,55 @@ def _at_least_one(masked: torch.Tensor, real: torch.Tensor, coin: torch.Tensor, 
     return masked | (real & (word == torch.gather(word, 1, first)) & empty.view(-1, 1))
 
 
-def _split(masked: torch.Tensor, corruption: Corruption,
-           generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Cut M into (replaced, randomized, kept) with one uniform coin per position: below
-    ``mask`` it becomes [MASK], in the next ``random`` a random token, the rest stays unchanged.
-    Kept and random tokens make the model predict at positions that hold a real token too."""
-    v = _uniform(masked.shape, generator, masked.device)
+def _choose_spans(real: torch.Tensor, word: torch.Tensor, corruption: Corruption,
+                  generator: torch.Generator | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """SpanBERT's choice of M, row by row: draw a length (in words) and a starting word at
+    random, mask the span's words left to right, and repeat until round(select * n) of the row's
+    n real tokens are chosen (at least one); the last word may be cut there, as in SpanBERT's
+    code. A span that would start inside M is drawn again; one that runs into M stops there.
+    Returns M and, for each position of M, its span's number (1, 2, ...; 0 outside M), so that a
+    span shares one 80/10/10 coin."""
+    B, T = real.shape
+    span = [[0] * T for _ in range(B)]
+    cumulative = corruption.span_lengths().cumsum(0)
+    for b in range(B):
+        words: dict[int, list[int]] = {}
+        for t in real[b].nonzero().squeeze(1).tolist():
+            words.setdefault(int(word[b, t]), []).append(t)
+        order = list(words.values())  # the row's words, left to right, each its positions
+        n = sum(len(pieces) for pieces in order)
+        budget, chosen, n_span = max(1, round(corruption.select * n)) if n else 0, 0, 0
+        while chosen < budget:
+            u_len, u_start = _uniform((2,), generator, torch.device("cpu"), torch.float64).tolist()
+            length = int(torch.searchsorted(cumulative, torch.tensor([u_len], dtype=torch.float64),
+                                            right=True)) + 1
+            start = min(int(u_start * len(order)), len(order) - 1)
+            if span[b][order[start][0]]:
+                continue
+            n_span += 1
+            for pieces in order[start:start + length]:
+                if span[b][pieces[0]]:
+                    break  # the span ran into an earlier one
+                for t in pieces[:budget - chosen]:
+                    span[b][t] = n_span
+                chosen += min(len(pieces), budget - chosen)
+                if chosen == budget:
+                    break
+    numbered = torch.tensor(span, dtype=torch.long, device=real.device).view(B, T)
+    return numbered > 0, numbered
+
+
+def _split(masked: torch.Tensor, corruption: Corruption, generator: torch.Generator | None,
+           span: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Cut M into (replaced, randomized, kept) with one uniform coin per position (per span when
+    ``span`` numbers them): below ``mask`` it becomes [MASK], in the next ``random`` a random
+    token, the rest stays unchanged. Kept and random tokens make the model predict at positions
+    that hold a real token too."""
+    if span is None:
+        v = _uniform(masked.shape, generator, masked.device)
+    else:  # one coin per span number: a span is [MASK], random or kept as a whole
+        B, T = masked.shape
+        v = torch.gather(_uniform((B, T + 1), generator, masked.device), 1, span)
     replaced = masked & (v < corruption.mask)
     randomized = masked & (v >= corruption.mask) & (v < corruption.mask + corruption.random)
     kept = masked & ~replaced & ~randomized

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mlm_lib.masking import (BERT_CORRUPTION, EVAL_CORRUPTION, GOOGLE_CORRUPTION, IGNORE_INDEX,
+                             SPANBERT_CORRUPTION,
                              Corruption, mask_tokens, word_starts)
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
@@ -282,3 +283,96 @@ def test_random_from_all_may_draw_special_tokens():
     assert not torch.isin(plain.input_ids[plain.randomized], special).any()
     assert torch.isin(google.input_ids[google.randomized], special).any()
 
+
+
+# ---------------------------------------------------------------- SpanBERT's span masking
+
+def _spans(row_masked: list[bool]) -> list[tuple[int, int]]:
+    """The runs of M in one row, as (start, end) with end exclusive."""
+    runs, start = [], None
+    for t, m in enumerate(row_masked + [False]):
+        if m and start is None:
+            start = t
+        elif not m and start is not None:
+            runs.append((start, t))
+            start = None
+    return runs
+
+
+def test_span_masking_chooses_round_select_times_the_real_tokens_in_spans():
+    ids, attn = make_batch(64, 48, seed=3)
+    out = run(ids, attn, corruption=SPANBERT_CORRUPTION)
+    real = (attn.bool() & ~torch.isin(ids, torch.tensor(SPECIAL)))
+    budget = torch.round(0.15 * real.sum(1).double()).long().clamp(min=1)
+    assert torch.equal(out.masked.sum(1), budget)
+    assert not (out.masked & ~real).any()
+    # spans, not single tokens: far fewer runs than masked tokens
+    runs = [len(_spans(row)) for row in out.masked.tolist()]
+    assert sum(runs) < 0.6 * out.num_masked
+
+
+def _span_of(out, b: int, k: int) -> torch.Tensor:
+    return (out.span[b] == k).nonzero().squeeze(1)
+
+
+def test_span_lengths_follow_the_cut_geometric_distribution():
+    """The first span of each row, in a row of single-piece words long enough that the budget
+    never cuts it: its length has SpanBERT's mean, sum_k k p(1-p)^(k-1) / Z over k = 1 .. 10,
+    3.797 for p = 0.2, within five standard errors."""
+    lengths = SPANBERT_CORRUPTION.span_lengths()
+    mean = float((lengths * torch.arange(1, 11)).sum())
+    assert abs(mean - 3.797) < 1e-3 and abs(float(lengths.sum()) - 1) < 1e-12
+    T = 502  # 500 real tokens; a budget of 11 is more than one span of at most 10 can take
+    ids = torch.randint(len(SPECIAL), V, (400, T), generator=torch.Generator().manual_seed(0))
+    ids[:, 0], ids[:, -1] = CLS, SEP
+    out = run(ids, corruption=Corruption(select=11 / 500, span_p=0.2), seed=1)
+    first = [_span_of(out, b, 1) for b in range(len(ids))]
+    assert all(len(f) and bool((f.diff() == 1).all()) for f in first), "a span is one run"
+    seen = torch.tensor([len(f) for f in first if int(f[-1]) < T - 2], dtype=torch.float64)
+    assert len(seen) > 350  # only spans that ran into [SEP] are left out
+    se = float(seen.std()) / len(seen) ** 0.5
+    assert abs(float(seen.mean()) - mean) < 5 * se, (float(seen.mean()), mean)
+    assert int(seen.max()) <= 10
+
+
+def test_a_span_is_masked_randomized_or_kept_as_a_whole():
+    ids, attn = make_batch(200, 64, seed=5)
+    out = run(ids, attn, corruption=SPANBERT_CORRUPTION, seed=2)
+    assert torch.equal(out.span > 0, out.masked)
+    counts = {"replaced": 0, "randomized": 0, "kept": 0}
+    for b in range(len(ids)):
+        for k in out.span[b].unique().tolist():
+            if k == 0:
+                continue
+            at = _span_of(out, b, k)
+            kinds = [kind for kind in counts if bool(getattr(out, kind)[b, at].all())]
+            assert len(kinds) == 1, f"row {b}, span {k}: mixed kinds"
+            counts[kinds[0]] += 1
+    total = sum(counts.values())
+    assert all(within_5_sigma(counts[k], total, p) for k, p in
+               (("replaced", 0.8), ("randomized", 0.1), ("kept", 0.1))), counts
+
+
+def test_span_masking_keeps_whole_words_and_is_reproducible():
+    tokens = [["[CLS]"] + [w for k in range(20) for w in (f"w{k}", f"##a{k}", f"##b{k}")] + ["[SEP]"]]
+    starts = word_starts(tokens)
+    ids = torch.randint(len(SPECIAL), V, starts.shape, generator=torch.Generator().manual_seed(0))
+    ids[:, 0], ids[:, -1] = CLS, SEP
+    outs = [run(ids.repeat(30, 1), corruption=Corruption(select=0.3, span_p=0.2),
+                whole_word_starts=starts.repeat(30, 1), seed=4) for _ in range(2)]
+    assert torch.equal(outs[0].input_ids, outs[1].input_ids)
+    m = outs[0].masked[:, 1:-1].view(30, 20, 3)
+    # every word is whole, except at most the last one chosen, which the budget may cut
+    partial = (m.any(2) & ~m.all(2)).sum(1)
+    assert int(partial.max()) <= 1
+
+
+def test_span_recipes_are_checked():
+    with pytest.raises(ValueError, match="span_p"):
+        Corruption(span_p=0.0)
+    with pytest.raises(ValueError, match="max_span"):
+        Corruption(span_p=0.2, max_span=0)
+    with pytest.raises(ValueError, match="fixed_count"):
+        Corruption(span_p=0.2, fixed_count=True)
+    with pytest.raises(ValueError, match="masks no spans"):
+        BERT_CORRUPTION.span_lengths()
