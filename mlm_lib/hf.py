@@ -1,8 +1,9 @@
 """Load and save Hugging Face BERT folders (config.json + model.safetensors or pytorch_model.bin).
 
 Reads the ``BertForPreTraining``, ``BertForMaskedLM`` and ``BertModel`` layouts, old checkpoints'
-LayerNorm names (``gamma``/``beta``) and the ``position_ids`` buffer some of them store. Writes a
-folder that ``transformers.BertForPreTraining.from_pretrained`` (or ``BertModel``) loads.
+LayerNorm names (``gamma``/``beta``) and the ``position_ids`` buffer some of them store, and the
+folder's ``vocab.txt`` (:func:`load_hf_tokenizer`). Writes a folder that
+``transformers.BertForPreTraining.from_pretrained`` (or ``BertModel``) loads.
 Nothing here imports transformers: the format is just names and tensors.
 """
 
@@ -15,7 +16,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from mlm_lib.files import read_text
 from mlm_lib.model import BertConfig, BertForPreTraining, BertModel
+from mlm_lib.tokenizer import WordPieceTokenizer
 
 # Our parameter name (inside BertModel / the heads) -> Hugging Face's. "{i}" is the layer index.
 _ENCODER_NAMES = {
@@ -183,3 +186,17 @@ def save_hf_bert(model: BertForPreTraining | BertModel, folder: str | Path) -> N
     config.update(model_type="bert", architectures=[type(model).__name__],
                   position_embedding_type="absolute", tie_word_embeddings=True, is_decoder=False)
     (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+def load_hf_tokenizer(folder: str | Path) -> WordPieceTokenizer:
+    """The folder's ``vocab.txt`` as a :class:`WordPieceTokenizer`, lower-casing as its
+    ``tokenizer_config.json`` says (``do_lower_case``; true when the file or the key is absent, as
+    for bert-base-uncased)."""
+    folder = Path(folder)
+    if not (folder / "vocab.txt").is_file():
+        raise FileNotFoundError(f"{folder} has no vocab.txt: a BERT folder keeps its WordPiece "
+                                f"vocabulary there")
+    config_file = folder / "tokenizer_config.json"
+    config = json.loads(read_text(config_file, "a tokenizer_config.json")) if config_file.is_file() else {}
+    return WordPieceTokenizer.from_vocab_file(folder / "vocab.txt",
+                                              do_lower_case=bool(config.get("do_lower_case", True)))

@@ -18,12 +18,21 @@
   var tokenizers = {};   // vocabulary name -> Promise of {encode, vocab}
   var BOOK_MODEL = "book-model";
 
-  function fetchBytes(url, onProgress) {
+  // Every download of the page, so that a progress line can show all of them as one share.
+  var downloads = {}, listeners = [];
+  function downloaded() {
+    var got = 0, total = 0;
+    Object.keys(downloads).forEach(function (u) { got += downloads[u][0]; total += downloads[u][1]; });
+    return total ? got / total : 0;
+  }
+
+  function fetchBytes(url) {
     return fetch(url).then(function (r) {
       if (!r.ok) throw new Error("could not fetch " + url + " (" + r.status + ")");
       var total = Number(r.headers.get("Content-Length")) || 0;
       if (!r.body || !total) return r.arrayBuffer();
       var reader = r.body.getReader(), chunks = [], got = 0;
+      downloads[url] = [0, total];
       function pump() {
         return reader.read().then(function (step) {
           if (step.done) {
@@ -32,7 +41,8 @@
             return all.buffer;
           }
           chunks.push(step.value); got += step.value.length;
-          onProgress(got / total);
+          downloads[url][0] = got;
+          listeners.forEach(function (f) { f(downloaded()); });
           return pump();
         });
       }
@@ -66,17 +76,23 @@
     return tokenizers[name];
   }
 
-  // The runtime, once per page; each model file, once, when a control first needs it.
+  // The runtime, once per page; each model file, once, when a control first needs it. The
+  // runtime's module, its WebAssembly binary and the model file download side by side.
   var runtime = null, sessions = {};
   function onnxRuntime() {
     if (!runtime) {
       if (typeof WebAssembly !== "object") {
         return Promise.reject(new Error("this browser has no WebAssembly, which the model needs"));
       }
-      runtime = import(STATIC + "ort/ort.wasm.min.mjs").then(function (ort) {
+      runtime = Promise.all([
+        import(STATIC + "ort/ort.wasm.min.mjs"),
+        fetchBytes(STATIC + "ort/ort-wasm-simd-threaded.wasm"),
+      ]).then(function (parts) {
+        var ort = parts[0];
         ort.env.wasm.numThreads = 1;
         ort.env.logLevel = "error";  // not its notes on the CPU it runs on
         ort.env.wasm.wasmPaths = STATIC + "ort/";
+        ort.env.wasm.wasmBinary = parts[1];
         return ort;
       });
       runtime.catch(function () { runtime = null; });
@@ -85,14 +101,13 @@
   }
 
   // ``name``: "book-model" (the default), or a model a chapter saved (mlm_lib/book/chapter_models.py).
-  function model(onProgress, name) {
+  function model(name) {
     name = name || BOOK_MODEL;
     if (!sessions[name]) {
-      sessions[name] = onnxRuntime().then(function (ort) {
-        return fetchBytes(MODEL + name + ".onnx", onProgress || function () {}).then(function (bytes) {
-          return ort.InferenceSession.create(bytes, { executionProviders: ["wasm"] })
-            .then(function (s) { return { ort: ort, session: s }; });
-        });
+      var bytes = fetchBytes(MODEL + name + ".onnx");
+      sessions[name] = Promise.all([onnxRuntime(), bytes]).then(function (parts) {
+        return parts[0].InferenceSession.create(parts[1], { executionProviders: ["wasm"] })
+          .then(function (s) { return { ort: parts[0], session: s }; });
       });
       sessions[name].catch(function () { delete sessions[name]; });
     }
@@ -112,7 +127,7 @@
 
   // A chapter 12 classifier: P over its labels, and their names.
   function classify(enc, name) {
-    return Promise.all([model(null, name), labelsOf(name)]).then(function (parts) {
+    return Promise.all([model(name), labelsOf(name)]).then(function (parts) {
       return parts[0].session.run(feedsOf(parts[0].ort, enc, false)).then(function (out) {
         var p = Array.from(out.label_log_probs.data).map(Math.exp);
         return parts[1].map(function (label, k) { return { label: label, p: p[k] }; });
@@ -135,7 +150,7 @@
   // One forward pass of the book's model (or chapter 11's, ``name`` "nsp"): log P over V at every
   // position [T][V], attention [L][A][T][T], NSP logits.
   function run(enc, causal, name) {
-    return model(null, name).then(function (m) {
+    return model(name).then(function (m) {
       var T = enc.ids.length, feeds = feedsOf(m.ort, enc, causal);
       return m.session.run(feeds).then(function (out) {
         var lp = out.log_probs, att = out.attentions, V = lp.dims[2];
@@ -624,7 +639,8 @@
     }
     var start = function () {
       if (started) return;
-      needs.forEach(function (n) { model(progress, n).catch(function () {}); });
+      if (needs.length) listeners.push(progress);
+      needs.forEach(function (n) { model(n).catch(function () {}); });
       update();
     };
     if ("IntersectionObserver" in window) {

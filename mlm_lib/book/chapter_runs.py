@@ -8,7 +8,9 @@
   recipe, e.g. inputs that contain no [MASK] at all (what a model meets when it is fine-tuned);
 - :func:`four_partners` and :func:`answered_is_next` (chapter 11) ask a trained NSP head about four
   kinds of B for the same A, two of which the pair builder never makes;
-- :func:`article_task` (chapter 12) is the fine-tuning task made from the corpus itself.
+- :func:`article_task` (chapter 12) is the fine-tuning task made from the corpus itself;
+- :func:`score_blanks` (chapter 12) fills the chapters' blanks with any BERT that has an MLM head,
+  the book's or a full-size one loaded from a Hugging Face folder, and gives each -log P.
 
 Small models learn little in a few hundred steps, so what the chapters compare is always two
 runs that differ in exactly one setting, with the same seed, data and number of steps.
@@ -30,6 +32,7 @@ from mlm_lib.book.book_model import book_tokenizer
 from mlm_lib.causal import check_model_fits
 from mlm_lib.corpus import Document
 from mlm_lib.finetune import LabelledSet
+from mlm_lib.inference import MaskPrediction, fill_mask
 from mlm_lib.init import build_model
 from mlm_lib.loop import History
 from mlm_lib.masking import BERT_CORRUPTION, EVAL_CORRUPTION, Corruption
@@ -242,3 +245,39 @@ def article_task(documents: Sequence[Document], titles: Sequence[str] | None = N
     train_set = LabelledSet([train_part[0][i] for i in order], [train_part[1][i] for i in order],
                             names)
     return train_set, LabelledSet(test_part[0], test_part[1], names)
+
+
+# ---------------------------------------------------------------- chapter 12's real checkpoint
+
+@dataclass
+class BlankScore:
+    """One blank: the model's top fillers, and -log P of the word that was there."""
+
+    text: str
+    answer: str
+    top: MaskPrediction
+    nll: float
+
+
+@torch.no_grad()
+def score_blanks(model: torch.nn.Module, tokenizer: Any, blanks: Sequence[tuple[str, str]],
+                 top_k: int = 3) -> list[BlankScore]:
+    """For each (sentence with one [MASK], the word that was there): the top ``top_k`` fillers and
+    -log P(word | x\\M), the one term of the MLM loss L that the blank contributes."""
+    if not isinstance(model, BertForPreTraining):
+        raise ValueError(f"a {type(model).__name__} has no MLM head: fill-mask and the MLM loss need "
+                         f"a BertForPreTraining (a BertForPreTraining or BertForMaskedLM folder)")
+    out = []
+    for text, answer in blanks:
+        answer_id = tokenizer.vocab.get(answer)
+        if answer_id is None:
+            raise ValueError(f"{answer!r} is not one piece of this vocabulary; choose a word that is")
+        preds = fill_mask(model, tokenizer, text, top_k=top_k)
+        if len(preds) != 1:
+            raise ValueError(f"{text!r} has {len(preds)} [MASK]s; score_blanks takes exactly one")
+        enc = tokenizer.encode(text)
+        ids = torch.tensor([enc.input_ids], device=next(model.parameters()).device)
+        masked = ids == tokenizer.mask_id
+        log_p = model.eval()(ids, masked_positions=masked).mlm_logits.float().log_softmax(-1)
+        out.append(BlankScore(text, answer, preds[0], -float(log_p[0, answer_id])))
+    return out
