@@ -6,7 +6,10 @@ Serves the built site on 127.0.0.1, opens chapter 10 in headless chromium (Debia
 cache for each run, scrolls its fill-mask control into view and measures: the bytes the model's
 first use transfers (the runtime, its WebAssembly, the tokenizer and the weights), the time from
 that first use to the first answer, and the time per answer after it for a 20-token sentence
-(typing into the box, the tokenizer and one forward pass, until the page shows the answer).
+(typing into the box, the tokenizer and one forward pass, until the page shows the answer). The
+first answer is timed twice: with the control scrolled into view as soon as the page has loaded,
+while the page's own start-up (MathJax, the widgets, the charts) still competes for the CPU, and
+on a page left to settle for three seconds first.
 Prints the median of each over the runs. Budgets of the book (not asserted here): first answer in
 1.5 s, each later answer in 150 ms.
 """
@@ -28,6 +31,7 @@ SITE = ROOT / "_build" / "html"
 CHROMIUM = "/usr/bin/chromium"
 SENTENCE_20 = "the treaty of [MASK] was signed in the city after the long war between the two kingdoms ."
 MODEL_FILES = ("/_static/ort/", "/_static/model/", "/_static/tokenizers/")
+SETTLE_MS = 3000
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -35,13 +39,14 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def one_run(browser, url: str, updates: int) -> dict[str, float]:
+def one_run(browser, url: str, updates: int, settle_ms: int = 0) -> dict[str, float]:
     context = browser.new_context()  # a fresh profile: a cold cache
     page = context.new_page()
     sizes: dict[str, int] = {}
     page.on("response", lambda r: any(k in r.url for k in MODEL_FILES)
             and sizes.__setitem__(r.url, len(r.body())))
     page.goto(url, wait_until="load")
+    page.wait_for_timeout(settle_ms)  # 0: the reader scrolls to the control as the page loads
     root = page.locator('.bert-live[data-kind="fill-mask"]')
     start = time.perf_counter()
     root.scroll_into_view_if_needed()
@@ -73,12 +78,15 @@ def main() -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True)
         runs = [one_run(browser, url, args.updates) for _ in range(args.runs)]
+        settled = [one_run(browser, url, 1, SETTLE_MS)["first_s"] for _ in range(args.runs)]
         browser.close()
     httpd.shutdown()
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     print(f"runs: {args.runs}, cold cache each; medians")
     print(f"bytes on first use: {med['bytes']:,.0f} ({med['bytes'] / 2**20:.1f} MiB)")
-    print(f"first use to first answer: {med['first_s'] * 1000:.0f} ms")
+    print(f"first use to first answer, right after the page loads: {med['first_s'] * 1000:.0f} ms")
+    print(f"first use to first answer, on a page settled for {SETTLE_MS / 1000:.0f} s: "
+          f"{statistics.median(settled) * 1000:.0f} ms")
     print(f"each later answer (20-token sentence): {med['update_s'] * 1000:.0f} ms")
 
 
