@@ -29,7 +29,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from mlm_lib.files import read_text, replaced_atomically, sha256_file
 
@@ -210,6 +210,22 @@ def load_lee() -> list[Document]:
     return docs
 
 
+def load_python_docs(topics: Mapping[str, str] | None = None) -> list[Document]:
+    """Python's own documentation as a corpus of another domain that comes with every Python: the
+    topics of ``pydoc_data.topics`` (the reference manual's sections that ``help()`` shows, 79 in
+    Python 3.11), one Document per topic, each paragraph split into sentences. ``topics``: a
+    frozen copy of that dict, so that a result does not move with the Python version."""
+    if topics is None:
+        from pydoc_data.topics import topics
+    docs = []
+    for name in sorted(topics):
+        sentences = [s for block in re.split(r"\n\s*\n", topics[name])
+                     for s in split_sentences(" ".join(block.split()))]
+        if sentences:
+            docs.append(Document(name, sentences))
+    return docs
+
+
 # ----------------------------------------------------------------------------- the reader's files
 def documents_from_text(text: str, title: str = "") -> list[Document]:
     """Split a plain text into documents at blank lines, and each document into sentences."""
@@ -240,13 +256,15 @@ def load_text_files(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> l
 
 
 def load_corpus(name_or_paths: str | os.PathLike | Sequence[str | os.PathLike] = "wikipedia") -> list[Document]:
-    """``"wikipedia"``, ``"lee"``, ``"wikipedia+lee"``, or the reader's files/folders."""
+    """``"wikipedia"``, ``"lee"``, ``"python-docs"``, joined with ``+`` (``"wikipedia+lee"``), or
+    the reader's files/folders."""
     if isinstance(name_or_paths, str) and not os.path.exists(name_or_paths):
         names = name_or_paths.split("+")
-        loaders = {"wikipedia": load_wikipedia, "lee": load_lee}
+        loaders = {"wikipedia": load_wikipedia, "lee": load_lee, "python-docs": load_python_docs}
         unknown = [n for n in names if n not in loaders]
         if unknown:
-            raise ValueError(f"unknown corpus {unknown[0]!r}: use 'wikipedia', 'lee', or paths to text files")
+            raise ValueError(f"unknown corpus {unknown[0]!r}: use 'wikipedia', 'lee', 'python-docs', "
+                             f"or paths to text files")
         return [d for n in names for d in loaders[n]()]
     return load_text_files(name_or_paths)
 

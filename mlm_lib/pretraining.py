@@ -177,12 +177,13 @@ class PreparedData:
     train_documents: list[Document]
 
 
-def prepare_data(cfg: Any, corpus: str | os.PathLike | Sequence[str | os.PathLike], tokenizer: Any,
-                 valid_fraction: float = VALID_FRACTION) -> PreparedData:
-    """Documents of ``corpus`` (what :func:`~mlm_lib.corpus.load_corpus` reads) -> train/valid
-    split -> ``tokenizer`` -> examples, cut as ``cfg`` (a :class:`~mlm_lib.train.TrainConfig`)
-    says: sequence length, short share, NSP."""
-    docs = load_corpus(corpus)
+def prepare_data(cfg: Any, corpus: str | os.PathLike | Sequence[str | os.PathLike] | Sequence[Document],
+                 tokenizer: Any, valid_fraction: float = VALID_FRACTION) -> PreparedData:
+    """Documents of ``corpus`` (what :func:`~mlm_lib.corpus.load_corpus` reads, or the documents
+    themselves) -> train/valid split -> ``tokenizer`` -> examples, cut as ``cfg`` (a
+    :class:`~mlm_lib.train.TrainConfig`) says: sequence length, short share, NSP."""
+    given = not isinstance(corpus, (str, os.PathLike)) and len(corpus) and isinstance(corpus[0], Document)
+    docs = list(corpus) if given else load_corpus(corpus)
     train_docs, valid_docs = train_valid_split(docs, valid_fraction=valid_fraction, seed=SPLIT_SEED)
     kw = dict(max_seq_length=cfg.max_seq_length, short_seq_prob=cfg.short_seq_prob, nsp=cfg.nsp)
     train_ex = create_pretraining_examples(train_docs, tokenizer, seed=cfg.seed, **kw)

@@ -28,6 +28,7 @@ from mlm_lib.batches import masked_batches
 from mlm_lib.book.book_model import BOOK_RECIPE_32, book_model
 from mlm_lib.book.chapter_runs import (B_KINDS, MicroRun, answered_is_next, chapter_data, score,
                                        train_micro)
+from mlm_lib.book.domain import DOMAIN_VALID_FRACTION, domain_data
 from mlm_lib.book.results import (RESULTS_DIR, Results, Run, git_commit, load_results, provenance,
                                   save_results)
 from mlm_lib.corpus import load_wikipedia, train_valid_split
@@ -47,6 +48,8 @@ CORRUPTION_ARMS = {"80/10/10": BERT_CORRUPTION, "100% [MASK]": EVAL_CORRUPTION,
                    "rate 0.80": Corruption(select=0.8)}
 LEAK_ARMS = {"token kept (leak)": TESTS["untouched"], "[MASK]": EVAL_CORRUPTION}
 NSP_ARMS = {"MLM + NSP": True, "MLM alone": False}
+# Chapter 12: the book's model as it is, and continued CONTINUE's steps on Python's documentation.
+DOMAIN_ARMS = ("book model", "continued on Python's docs")
 # Chapter 10 compares the first 800 steps of the book's 6,000-step recipe (its schedule, stopped
 # early) with runs that change one choice: by then the book's recipe is well off the plateau.
 RECIPE_STEPS = 800
@@ -113,6 +116,24 @@ def _run_nsp(arm: str, seed: int) -> dict[str, float]:
             "nsp_acc": held_out["nsp_acc"], **{is_next_metric(k): kinds[k] for k in B_KINDS}}
 
 
+def continue_on_python_docs(seed: int) -> MicroRun:
+    """The book's model continued for CONTINUE's steps, BERT's corruption, on Python's docs."""
+    return train_micro(BERT_CORRUPTION, seed=seed, data=domain_data(), start_from=book_model(),
+                       **CONTINUE)
+
+
+def domain_metrics(model: torch.nn.Module) -> dict[str, float]:
+    """Held-out blanks of both domains: Python's docs (the new one) and Wikipedia (the old one)."""
+    python, wiki = score(model, domain_data()), score(model, chapter_data())
+    return {"python_loss": python["mlm_loss"], "python_acc": python["mlm_acc"],
+            "wiki_loss": wiki["mlm_loss"], "wiki_acc": wiki["mlm_acc"]}
+
+
+def _run_domain(arm: str, seed: int) -> dict[str, float]:
+    model = book_model() if arm == DOMAIN_ARMS[0] else continue_on_python_docs(seed).model
+    return domain_metrics(model)
+
+
 def is_next_metric(kind: str) -> str:
     """The results file's name for the share of B of ``kind`` answered IsNext."""
     return "is_next_" + kind.replace(",", "").replace(" ", "_")
@@ -171,6 +192,15 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                   "changes": RECIPE_ARMS},
         tolerance={"mlm_acc": 0.011, "mlm_loss": 0.08},
         cheapest_arm="book recipe"),
+    Experiment(
+        name="domain",
+        question="What do 150 more steps of MLM on Python's documentation do to the book's model, "
+                 "on held-out Python docs and on held-out Wikipedia? (chapter 12)",
+        arms=DOMAIN_ARMS, run=_run_domain,
+        settings={**CONTINUE, "start": "book model", "data": "python-docs-topics (Python 3.11.7)",
+                  "valid_fraction": DOMAIN_VALID_FRACTION},
+        tolerance={"python_loss": 0.005, "python_acc": 0.002, "wiki_loss": 0.005, "wiki_acc": 0.002},
+        cheapest_arm="book model"),
 )}
 
 

@@ -1,0 +1,52 @@
+"""Chapter 12's domain adaptation: the book's model continued on Python's own documentation.
+
+The book's model read Wikipedia. Continuing its masked-LM training on text of another domain
+(Gururangan et al. 2020 call it domain-adaptive pretraining) should lower its loss there, and may
+cost it some of what it knew. The other domain is ``pydoc_data.topics``, the documentation every
+Python carries (``mlm_lib.corpus.load_python_docs``), frozen here as the copy of Python 3.11.7
+(``PYTHON_DOCS``) so that the results do not move with the Python that runs them:
+
+    python -m mlm_lib.book.domain   # rewrite the frozen copy from this Python's pydoc_data
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import json
+import sys
+from pathlib import Path
+
+from mlm_lib.book.book_model import ASSETS, book_tokenizer
+from mlm_lib.corpus import Document, load_python_docs
+from mlm_lib.pretraining import PreparedData, prepare_data
+from mlm_lib.train import TrainConfig
+
+PYTHON_DOCS = ASSETS / "python-docs-topics.json.gz"
+# A fifth of the 79 topics held out: whole topics, so no held-out sentence has a neighbour in training.
+DOMAIN_VALID_FRACTION = 0.2
+
+
+def python_docs() -> list[Document]:
+    """The frozen copy of Python 3.11.7's ``pydoc_data.topics`` as documents, one per topic."""
+    return load_python_docs(json.loads(gzip.decompress(PYTHON_DOCS.read_bytes())))
+
+
+@functools.lru_cache(maxsize=2)
+def domain_data(max_seq_length: int = 64) -> PreparedData:
+    """Python's documentation cut into examples with the book's tokenizer (cached per process)."""
+    cfg = TrainConfig(max_seq_length=max_seq_length, short_seq_prob=0.0, nsp=False, seed=0)
+    return prepare_data(cfg, python_docs(), book_tokenizer(), valid_fraction=DOMAIN_VALID_FRACTION)
+
+
+def write_python_docs(path: Path = PYTHON_DOCS) -> Path:
+    """Freeze this Python's ``pydoc_data.topics`` (the same bytes for the same Python)."""
+    from pydoc_data.topics import topics
+
+    raw = json.dumps(topics, sort_keys=True, ensure_ascii=False).encode("utf-8")
+    path.write_bytes(gzip.compress(raw, mtime=0))
+    return path
+
+
+if __name__ == "__main__":
+    print(f"wrote {write_python_docs()} from Python {sys.version.split()[0]}")
