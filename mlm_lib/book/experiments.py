@@ -238,8 +238,8 @@ def run_experiment(experiment: Experiment, seeds: Sequence[int], command: str,
 def reproduces(name: str, seed: int, live: dict[str, dict[str, float]]) -> bool:
     """Whether a chapter's own runs land within the reproduction tolerance of the results file.
 
-    ``live`` maps an arm to the metrics the chapter measured for it with ``seed``. Chapters 6, 7
-    and 11 run seed 0 of their experiment's arms live, so their checked outputs re-check the
+    ``live`` maps an arm to the metrics the chapter measured for it with ``seed``. Chapters 6, 7,
+    11 and 12 run seed 0 of their experiment's arms live, so their checked outputs re-check the
     results file on every nbval run, with no second copy of the runs in the library's tests."""
     results, tolerance = load_results(name), EXPERIMENTS[name].tolerance
     stored = {run.arm: run.metrics for run in results.runs if run.seed == seed}
