@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from mlm_lib.masking import EVAL_CORRUPTION, Corruption, mask_tokens
+from mlm_lib.masking import EVAL_CORRUPTION, Corruption, mask_tokens, word_starts
 from mlm_lib.pretraining import PretrainingExample
 
 # The held-out M is drawn from this seed, whatever the training seed, so that runs with
@@ -89,10 +89,11 @@ def make_batch(examples: Sequence[PretrainingExample], tokenizer: Any, corruptio
     """Collate examples and choose M: input_ids (x_\\M), labels, masked, token_type_ids,
     attention_mask, is_next."""
     batch = collate(list(examples), tokenizer.pad_id)
+    starts = word_starts(batch["input_ids"], tokenizer.ids_to_tokens) if corruption.whole_word else None
     mb = mask_tokens(batch["input_ids"], mask_token_id=tokenizer.mask_id,
                      vocab_size=tokenizer.vocab_size, special_ids=tokenizer.special_ids,
                      attention_mask=batch["attention_mask"], corruption=corruption,
-                     generator=generator)
+                     whole_word_starts=starts, generator=generator)
     return {**batch, "input_ids": mb.input_ids, "labels": mb.labels, "masked": mb.masked}
 
 

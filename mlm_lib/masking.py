@@ -54,6 +54,7 @@ class Corruption:
     random_from_all: bool = False
     span_p: float | None = None  # SpanBERT's spans: the geometric distribution's p (0.2 there)
     max_span: int = 10            # the longest span, in words (10 there)
+    whole_word: bool = False      # a word's pieces join M together (needs whole_word_starts)
 
     def __post_init__(self) -> None:
         # Written as "not (inside)" so that nan is refused too.
@@ -92,9 +93,11 @@ EVAL_CORRUPTION = Corruption(mask=1.0, random=0.0, keep=0.0)
 # The original BERT's choice of M (google-research/bert, create_pretraining_data.py): a fixed
 # number of targets per sequence and random replacements from the whole vocabulary.
 GOOGLE_CORRUPTION = Corruption(fixed_count=True, random_from_all=True)
+# BERT's later release: whole-word masking, a word's pieces chosen together.
+WHOLE_WORD_CORRUPTION = Corruption(whole_word=True)
 # SpanBERT's (Joshi et al. 2020, section 3.1): spans of whole words, lengths ~ Geometric(0.2) cut
 # at 10, until 15% of the tokens are chosen; 80/10/10 decided once per span.
-SPANBERT_CORRUPTION = Corruption(span_p=0.2, max_span=10)
+SPANBERT_CORRUPTION = Corruption(span_p=0.2, max_span=10, whole_word=True)
 
 
 @dataclass
@@ -178,6 +181,9 @@ def _check_inputs(input_ids: torch.Tensor, vocab_size: int, special_ids: Iterabl
                          f"{tuple(input_ids.shape)}")
     if whole_word_starts is not None and whole_word_starts.shape != input_ids.shape:
         raise ValueError("whole_word_starts must have the shape of input_ids")
+    if corruption.whole_word and whole_word_starts is None:
+        raise ValueError("this Corruption masks whole words: pass whole_word_starts "
+                         "(word_starts(input_ids, tokenizer.ids_to_tokens) finds them)")
     if max_predictions is not None and max_predictions < 1:
         raise ValueError(f"max_predictions must be at least 1, got {max_predictions}")
     special = sorted({int(s) for s in special_ids})

@@ -301,7 +301,7 @@ def _spans(row_masked: list[bool]) -> list[tuple[int, int]]:
 
 def test_span_masking_chooses_round_select_times_the_real_tokens_in_spans():
     ids, attn = make_batch(64, 48, seed=3)
-    out = run(ids, attn, corruption=SPANBERT_CORRUPTION)
+    out = run(ids, attn, corruption=Corruption(span_p=0.2))  # every piece a word of its own
     real = (attn.bool() & ~torch.isin(ids, torch.tensor(SPECIAL)))
     budget = torch.round(0.15 * real.sum(1).double()).long().clamp(min=1)
     assert torch.equal(out.masked.sum(1), budget)
@@ -337,7 +337,7 @@ def test_span_lengths_follow_the_cut_geometric_distribution():
 
 def test_a_span_is_masked_randomized_or_kept_as_a_whole():
     ids, attn = make_batch(200, 64, seed=5)
-    out = run(ids, attn, corruption=SPANBERT_CORRUPTION, seed=2)
+    out = run(ids, attn, corruption=Corruption(span_p=0.2), seed=2)
     assert torch.equal(out.span > 0, out.masked)
     counts = {"replaced": 0, "randomized": 0, "kept": 0}
     for b in range(len(ids)):
@@ -358,7 +358,7 @@ def test_span_masking_keeps_whole_words_and_is_reproducible():
     starts = word_starts(tokens)
     ids = torch.randint(len(SPECIAL), V, starts.shape, generator=torch.Generator().manual_seed(0))
     ids[:, 0], ids[:, -1] = CLS, SEP
-    outs = [run(ids.repeat(30, 1), corruption=Corruption(select=0.3, span_p=0.2),
+    outs = [run(ids.repeat(30, 1), corruption=Corruption(select=0.3, span_p=0.2, whole_word=True),
                 whole_word_starts=starts.repeat(30, 1), seed=4) for _ in range(2)]
     assert torch.equal(outs[0].input_ids, outs[1].input_ids)
     m = outs[0].masked[:, 1:-1].view(30, 20, 3)
@@ -376,3 +376,23 @@ def test_span_recipes_are_checked():
         Corruption(span_p=0.2, fixed_count=True)
     with pytest.raises(ValueError, match="masks no spans"):
         BERT_CORRUPTION.span_lengths()
+    with pytest.raises(ValueError, match="pass whole_word_starts"):
+        run(make_batch(2, 8)[0], corruption=SPANBERT_CORRUPTION)
+
+
+def test_a_whole_word_recipe_in_a_batch_masks_whole_words(tok):
+    """make_batch finds the word starts itself when the recipe asks for whole words."""
+    from mlm_lib.batches import make_batch as collate_and_mask
+    from mlm_lib.pretraining import PretrainingExample
+
+    text = "photosynthesis and unhappiness are studied by biologists and psychologists"
+    enc = tok.encode(" ".join([text] * 3))
+    example = PretrainingExample(enc.input_ids, enc.token_type_ids, is_next=1)
+    batch = collate_and_mask([example] * 64, tok, Corruption(select=0.3, whole_word=True),
+                             torch.Generator().manual_seed(0))
+    starts = word_starts(torch.tensor([enc.input_ids]), tok.ids_to_tokens)[0]
+    word = torch.cumsum(starts.long(), 0)
+    for row in batch["masked"]:
+        for w in word.unique():
+            at = word == w
+            assert bool(row[at].all()) or not bool(row[at].any()), "a word split across M"

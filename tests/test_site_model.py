@@ -104,6 +104,7 @@ def test_the_browser_model_computes_what_mlm_lib_computes(page, sentences):
         with torch.no_grad():
             nsp = model(torch.tensor([tok.encode(text).input_ids])).nsp_logits.softmax(-1)[0]
         worst["nsp"] = max(worst["nsp"], float((torch.tensor(g["nsp"]) - nsp).abs().max()))
+    print(f"book model, {len(sentences)} held-out sentences, largest differences: {worst}")
     assert all(v <= PROB_TOL for v in worst.values()), worst
 
 
@@ -141,6 +142,7 @@ def test_the_browser_runs_chapter_11s_nsp_head_as_mlm_lib_does(page, sentences):
         with torch.no_grad():
             out = model(torch.tensor([enc.input_ids]), torch.tensor([enc.token_type_ids]))
         worst = max(worst, abs(g["p"] - float(out.nsp_logits.softmax(-1)[0, 0])))
+    print(f"chapter 11's NSP head, {len(pairs)} held-out pairs: largest |dP(IsNext)| {worst:.2e}")
     assert worst <= PROB_TOL, worst
 
 
@@ -153,6 +155,7 @@ def test_the_browser_runs_chapter_12s_classifiers_as_mlm_lib_does(page, sentence
     expected = predict(model, tok, texts)
     assert [[label for label, _ in g] for g in got] == [model.label_names] * len(texts)
     worst = float((torch.tensor([[q for _, q in g] for g in got]) - expected).abs().max())
+    print(f"{name}, {len(texts)} held-out sentences: largest |dP(label)| {worst:.2e}")
     assert worst <= PROB_TOL, worst
 
 

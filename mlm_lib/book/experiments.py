@@ -33,7 +33,8 @@ from mlm_lib.book.results import (RESULTS_DIR, Results, Run, git_commit, load_re
                                   save_results)
 from mlm_lib.corpus import load_wikipedia, train_valid_split
 from mlm_lib.init import build_model
-from mlm_lib.masking import BERT_CORRUPTION, EVAL_CORRUPTION, Corruption
+from mlm_lib.masking import (BERT_CORRUPTION, EVAL_CORRUPTION, SPANBERT_CORRUPTION,
+                             WHOLE_WORD_CORRUPTION, Corruption)
 from mlm_lib.pretraining import SPLIT_SEED, VALID_FRACTION
 from mlm_lib.train import TrainConfig, evaluate_mlm, train
 
@@ -48,6 +49,11 @@ CORRUPTION_ARMS = {"80/10/10": BERT_CORRUPTION, "100% [MASK]": EVAL_CORRUPTION,
                    "rate 0.80": Corruption(select=0.8)}
 LEAK_ARMS = {"token kept (leak)": TESTS["untouched"], "[MASK]": EVAL_CORRUPTION}
 NSP_ARMS = {"MLM + NSP": True, "MLM alone": False}
+# Chapter 9: M chosen per piece, per whole word, or in SpanBERT's spans, 150 steps on from the
+# book's model (which was trained per piece); each scored on blanks of both kinds.
+MASKING_ARMS = {"book model": None, "per piece": BERT_CORRUPTION,
+                "whole word": WHOLE_WORD_CORRUPTION, "spans (SpanBERT)": SPANBERT_CORRUPTION}
+WORD_BLANKS = Corruption(mask=1.0, random=0.0, keep=0.0, whole_word=True)
 # Chapter 12: the book's model as it is, and continued CONTINUE's steps on Python's documentation.
 DOMAIN_ARMS = ("book model", "continued on Python's docs")
 # Chapter 10 compares the first 800 steps of the book's 6,000-step recipe (its schedule, stopped
@@ -114,6 +120,20 @@ def _run_nsp(arm: str, seed: int) -> dict[str, float]:
     kinds = answered_is_next(run.model, run.data.tokenizer, held_docs)
     return {"mlm_acc": held_out["mlm_acc"], "mlm_loss": held_out["mlm_loss"],
             "nsp_acc": held_out["nsp_acc"], **{is_next_metric(k): kinds[k] for k in B_KINDS}}
+
+
+def masking_metrics(model: torch.nn.Module) -> dict[str, float]:
+    """Held-out blanks chosen per piece and per whole word (all [MASK]), the same for every model."""
+    data = chapter_data()
+    piece, word = score(model, data), score(model, data, WORD_BLANKS)
+    return {"piece_acc": piece["mlm_acc"], "piece_loss": piece["mlm_loss"],
+            "word_acc": word["mlm_acc"], "word_loss": word["mlm_loss"]}
+
+
+def _run_masking(arm: str, seed: int) -> dict[str, float]:
+    recipe = MASKING_ARMS[arm]
+    model = book_model() if recipe is None else _continue_book_model(recipe, seed).model
+    return masking_metrics(model)
 
 
 def continue_on_python_docs(seed: int) -> MicroRun:
@@ -192,6 +212,14 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                   "changes": RECIPE_ARMS},
         tolerance={"mlm_acc": 0.011, "mlm_loss": 0.08},
         cheapest_arm="book recipe"),
+    Experiment(
+        name="masking",
+        question="Does choosing M per whole word or in spans, 150 steps on from the book's model, "
+                 "change how it fills blanks of single pieces and of whole words? (chapter 9)",
+        arms=tuple(MASKING_ARMS), run=_run_masking,
+        settings={**CONTINUE, "start": "book model", "tests": ["per piece", "whole word"]},
+        tolerance={"piece_acc": 0.002, "piece_loss": 0.005, "word_acc": 0.002, "word_loss": 0.005},
+        cheapest_arm="book model"),
     Experiment(
         name="domain",
         question="What do 150 more steps of MLM on Python's documentation do to the book's model, "
