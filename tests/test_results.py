@@ -2,8 +2,8 @@
 
 Every committed results file is re-checked against the library on each `make test`: a change to
 the library that changes an experiment's outcome cannot leave the chapters plotting stale
-numbers. Chapters 6, 7, 11 and 12 run seed 0 of their experiment's arms live and print, in a cell
-nbval checks, whether those runs land within the experiment's tolerance of the file
+numbers. Chapters 6, 7, 9, 11 and 12 run seed 0 of their experiment's arms live and print, in a
+cell nbval checks, whether those runs land within the experiment's tolerance of the file
 (``experiments.reproduces``); the tests here make sure they still do, and re-run the one
 experiment no chapter runs (the recipe's cheapest arm, first seed), so no run is made twice.
 """
@@ -85,7 +85,8 @@ def test_results_file_is_complete(path):
 
 # The experiments a chapter re-runs live (seed 0, every arm it checks) and the chapter.
 REPRODUCED_IN = {"corruption": "06_corrupting_the_input", "leak": "07_inside_bert",
-                 "nsp": "11_next_sentence_prediction", "domain": "12_fine_tuning"}
+                 "masking": "09_wordpiece", "nsp": "11_next_sentence_prediction",
+                 "domain": "12_fine_tuning"}
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 REPRODUCTION_THREADS = 2  # the reference machine's cores
 

@@ -266,7 +266,7 @@ def run_experiment(experiment: Experiment, seeds: Sequence[int], command: str,
 def reproduces(name: str, seed: int, live: dict[str, dict[str, float]]) -> bool:
     """Whether a chapter's own runs land within the reproduction tolerance of the results file.
 
-    ``live`` maps an arm to the metrics the chapter measured for it with ``seed``. Chapters 6, 7,
+    ``live`` maps an arm to the metrics the chapter measured for it with ``seed``. Chapters 6, 7, 9,
     11 and 12 run seed 0 of their experiment's arms live, so their checked outputs re-check the
     results file on every nbval run, with no second copy of the runs in the library's tests."""
     results, tolerance = load_results(name), EXPERIMENTS[name].tolerance
