@@ -213,13 +213,12 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
         tolerance={"mlm_acc": 0.011, "mlm_loss": 0.08},
         cheapest_arm="book recipe"),
     Experiment(
-        name="masking",
+        name="masking", arms=tuple(MASKING_ARMS), run=_run_masking, cheapest_arm="book model",
         question="Does choosing M per whole word or in spans, 150 steps on from the book's model, "
                  "change how it fills blanks of single pieces and of whole words? (chapter 9)",
-        arms=tuple(MASKING_ARMS), run=_run_masking,
         settings={**CONTINUE, "start": "book model", "tests": ["per piece", "whole word"]},
-        tolerance={"piece_acc": 0.002, "piece_loss": 0.005, "word_acc": 0.002, "word_loss": 0.005},
-        cheapest_arm="book model"),
+        tolerance={f"{blanks}_{metric}": tol for blanks in ("piece", "word")
+                   for metric, tol in (("acc", 0.002), ("loss", 0.005))}),
     Experiment(
         name="domain",
         question="What do 150 more steps of MLM on Python's documentation do to the book's model, "
