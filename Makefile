@@ -32,7 +32,7 @@ export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: setup book execute test test-lib test-notebooks test-browser test-site browser lab serve clean
+.PHONY: setup book execute test test-lib test-notebooks test-browser test-site screenshots browser lab serve clean
 
 setup: $(STAMP) $(VENDOR)/.copied $(SITE_MODEL)
 
@@ -100,8 +100,10 @@ BROWSER_TESTS := tests/test_site.py tests/test_site_live.py tests/test_site_mode
 NBVAL := $(BIN)/pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
 	--nbval-cell-timeout=120 -p no:cacheprovider notebooks -q --durations=15
 
+# Two workers (pytest-xdist), one per core, each taking a whole file (its module fixtures built
+# once): the long reproduction and install tests (conftest.LONG_FIRST) run beside the rest.
 test-lib: setup $(NODE_MODULES)
-	$(BIN)/pytest tests $(addprefix --ignore=,$(BROWSER_TESTS)) -q --durations=15
+	$(BIN)/pytest tests $(addprefix --ignore=,$(BROWSER_TESTS)) -q -n 2 --dist loadfile --durations=15
 
 test-notebooks: setup
 	$(NBVAL)
@@ -110,6 +112,10 @@ test-browser: browser
 	$(BIN)/pytest $(BROWSER_TESTS) -q --durations=15
 
 test-site: book test-browser
+
+# Every page in light, dark and at phone width, in _build/screenshots (checks nothing; CI keeps them).
+screenshots: browser
+	$(BIN)/pytest tests/screenshots.py -q -p no:cacheprovider
 
 # Every stage runs (a failure does not hide the others) and its time is printed at the end.
 test:

@@ -37,10 +37,20 @@ CHROMIUM = (os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.whi
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 # One thread per core of the 2-core reference machine, whatever this machine has: the timed
-# checks (a model that loads in seconds, say) are calibrated there.
-TORCH_THREADS = 2
+# checks (a model that loads in seconds, say) are calibrated there. Under pytest-xdist (`make
+# test-lib`, two workers) one thread per worker: two threads each would spin against each other.
+TORCH_THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
+
+# The files with the longest tests (a results file reproduced, fresh virtual environments), put
+# first: with two workers (`make test-lib`, one file per worker at a time) they run beside the
+# others instead of last.
+LONG_FIRST = ("test_results.py", "test_install.py")
 
 torch.set_num_threads(TORCH_THREADS)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.path.name not in LONG_FIRST)  # stable: file order kept
 
 
 def built_site() -> Path:

@@ -6,8 +6,8 @@ one, each its own test: formulas typeset (no raw TeX left), ipywidgets drawn, no
 link, alt text on every image, axe-core's WCAG 2.1 A and AA rules, every recall widget opens from
 the keyboard and on a click and shows its answer, every exercise solution stays folded until
 clicked, no sideways overflow on a phone, and, last, no console error and no failed or off-machine
-request during the whole visit. Screenshots of every page (light, dark and phone width) go to
-``_build/screenshots``. axe comes from npm (``node_modules/axe-core``), for this test only.
+request during the whole visit. (Screenshots of every page: ``screenshots.py``, ``make
+screenshots``.) axe comes from npm (``node_modules/axe-core``), for this test only.
 
 Then the reader's progress: answers committed on a page are remembered across pages and reloads,
 counted on the progress page, filtered and shuffled in the gym, cleared on request, and printing
@@ -27,9 +27,8 @@ import pytest
 from playwright.sync_api import BrowserContext, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from conftest import BUILD, SITE, built_site, node_package
+from conftest import SITE, built_site, node_package
 
-SHOTS = BUILD / "screenshots"
 SKIP_PAGES = {"genindex.html", "search.html"}  # Sphinx's generated index and search pages
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 STORE_KEY = "fill-in-the-blank.recall.v1"  # the one localStorage key of recall-score.js
@@ -262,20 +261,6 @@ def test_accessibility(visit):
         "\n".join(f" {theme} theme:\n{_readable(v)}" for theme, v in found.items())
 
 
-def _shot(page: Page, rel: str, kind: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    name = rel.replace("/", "__").removesuffix(".html")
-    page.screenshot(path=str(SHOTS / f"{name}-{kind}.png"), full_page=True)
-
-
-def test_screenshots(visit):
-    """Both themes, for people to look at (CI keeps them)."""
-    for theme in ("light", "dark"):
-        _set_theme(visit.page, theme)
-        _shot(visit.page, visit.rel, theme)
-    _set_theme(visit.page, "light")
-
-
 # --- What a reader does --------------------------------------------------------------------------------
 
 def _score_says(page: Page, n: int) -> str:
@@ -331,14 +316,13 @@ def test_solutions_stay_folded(visit):
 
 
 def test_fits_a_phone(visit, browser):
-    """Opened at phone width, nothing overflows the screen sideways (and its screenshot)."""
+    """Opened at phone width, nothing overflows the screen sideways."""
     phone = browser.new_context(viewport=PHONE, device_scale_factor=1)
     try:
         at_phone = Visit(visit.rel, visit.url, phone.new_page())
         _watch(at_phone)
         _open(at_phone.page, at_phone.url)
         overflow = at_phone.page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
-        _shot(at_phone.page, visit.rel, "phone")
     finally:
         phone.close()
     assert overflow <= 1, f"{visit.rel}: the page is {overflow}px wider than a phone screen"
