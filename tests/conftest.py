@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, ElementHandle, Locator, sync_playwright
 
 from mlm_lib.book.book_model import book_tokenizer
 from mlm_lib.tokenizer import WordPieceTokenizer
@@ -103,3 +103,22 @@ def browser() -> Iterator[Browser]:
         chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         yield chromium
         chromium.close()
+
+
+def move_control(control: Locator | ElementHandle) -> None:
+    """Set a page's control to another value, as a reader would: a menu to its last option (its
+    first if already there), a slider one step (up where it can: an extreme can make other controls
+    moot), a click on a box or a button, a text box with one word changed."""
+    tag, kind = control.evaluate("e => [e.tagName, e.type || '']")
+    if tag == "SELECT":
+        options = control.evaluate("s => [...s.options].map(o => o.value)")
+        control.select_option(options[-1] if control.input_value() != options[-1] else options[0])
+    elif kind == "range":
+        control.evaluate("e => { e.value < Number(e.max) ? e.stepUp() : e.stepDown();"
+                         " e.dispatchEvent(new Event('input', {bubbles: true}));"
+                         " e.dispatchEvent(new Event('change', {bubbles: true})); }")
+    elif kind == "checkbox" or tag == "BUTTON":
+        control.click()
+    else:
+        value = control.input_value()
+        control.fill(value.replace("the", "a", 1) if "the" in value else value + " river")

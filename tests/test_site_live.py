@@ -15,6 +15,7 @@ import time
 
 import pytest
 
+from conftest import move_control
 from live_reference import (expected_masked, expected_masked_sum, expected_p_hill, expected_sgd,
                             expected_softmax, expected_temperature, load, mismatches)
 
@@ -162,23 +163,6 @@ SHOWN = ("e => { const out = e.closest('.cell_output'); return [...out.querySele
          ".bert-live-status')].map(r => r.innerText).join('|'); }")
 
 
-def _move(control) -> None:
-    """Set a control to another value, as a reader would."""
-    tag, kind = control.evaluate("e => [e.tagName, e.type || '']")
-    if tag == "SELECT":
-        options = control.evaluate("s => [...s.options].map(o => o.value)")
-        control.select_option(options[-1] if control.input_value() != options[-1] else options[0])
-    elif kind == "range":  # one step, up where it can: an extreme can make other controls moot
-        control.evaluate("e => { e.value < Number(e.max) ? e.stepUp() : e.stepDown();"
-                         " e.dispatchEvent(new Event('input', {bubbles: true}));"
-                         " e.dispatchEvent(new Event('change', {bubbles: true})); }")
-    elif kind == "checkbox" or tag == "BUTTON":
-        control.click()
-    else:
-        value = control.input_value()
-        control.fill(value.replace("the", "a", 1) if " the" in value.lower() else value + " river")
-
-
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_every_control_of_the_page_changes_what_its_cell_shows(chapter, server, browser):
     """Walk every control of the chapter page: moved or typed into, it must redraw its cell. A
@@ -202,7 +186,7 @@ def test_every_control_of_the_page_changes_what_its_cell_shows(chapter, server, 
             assert control is not None, f"{chapter}: control {k} went away"
             name = control.evaluate("e => e.labels && e.labels.length ? e.labels[0].innerText : e.innerText")
             before = control.evaluate(SHOWN)
-            _move(control)
+            move_control(control)
             try:
                 page.wait_for_function(f"([e, b]) => ({SHOWN})(e) !== b", arg=[control, before], timeout=15_000)
             except Exception:

@@ -15,6 +15,7 @@ import re
 import pytest
 import torch
 
+from conftest import move_control
 from mlm_lib.book.book_model import book_model, book_model_tokenizer
 from mlm_lib.book.chapter_models import load_chapter_model
 from mlm_lib.corpus import load_wikipedia, train_valid_split
@@ -187,7 +188,7 @@ def test_every_model_control_answers_and_follows_its_input(page, chapter):
         for control in _controls_of(root):
             before = root.locator(".bert-live-result").inner_text()
             n = root.get_attribute("data-answered")
-            _move(p, root, control)
+            _move(root, control)
             after = _answer(p, root, n)
             assert root.locator(".bert-live-result").inner_text() != before, f"{chapter} {kind}: {control}"
             assert "in your browser" in after, f"{chapter} {kind} {control}: {after}"
@@ -199,20 +200,10 @@ def _controls_of(root) -> list[str]:
                                   .slice(0, 4).map((e, i) => e.tagName + ':' + (e.type || '') + ':' + i)""")
 
 
-def _move(p, root, control: str) -> None:
-    tag, kind, index = control.split(":")
-    node = root.locator(".bert-live-controls input, .bert-live-controls select, "
-                        ".bert-live-tokens button:not([disabled])").nth(int(index))
-    if tag == "SELECT":
-        options = node.evaluate("s => [...s.options].map(o => o.value)")
-        node.select_option(options[-1] if node.input_value() != options[-1] else options[0])
-    elif kind == "range":
-        node.fill(node.evaluate("e => String(Number(e.max) - Number(e.step))"))
-    elif tag == "BUTTON":
-        node.click()
-    else:
-        value = node.input_value()
-        node.fill(value.replace("the", "a", 1) if "[MASK]" in value or not value else value + " river")
+def _move(root, control: str) -> None:
+    index = int(control.split(":")[2])
+    move_control(root.locator(".bert-live-controls input, .bert-live-controls select, "
+                              ".bert-live-tokens button:not([disabled])").nth(index))
 
 
 BAD_INPUT = [("", "empty"), ("the river was wide .", "no [MASK]"),
