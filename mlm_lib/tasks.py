@@ -1,0 +1,208 @@
+"""BERT's other task shapes: a label for every token, and a span of segment B.
+
+Devlin et al. (2019, figure 4) fine-tune one pretrained encoder for four shapes of task: a label
+for one sentence, a label for a pair of sentences (both :class:`~mlm_lib.finetune.BertClassifier`,
+reading ``[CLS]``), a label for every token (named-entity recognition), and a span of segment B
+that answers segment A (SQuAD). This module adds the last two heads. Each is one linear layer on
+the encoder's last hidden states ``h_i``, and each trains through :func:`~mlm_lib.finetune.finetune`
+like the classifier: only the ``objective`` differs.
+
+- :class:`BertTokenClassifier` scores every ``h_i`` over the labels, and its loss is a sum over
+  the labelled positions only, as the MLM loss sums over M; a word split into several WordPiece
+  pieces is labelled at its first piece (the paper's section 5.3).
+- :class:`BertSpanHead` gives every position of B a start score and an end score; the softmax
+  runs over *positions* (over the vocabulary in MLM), and the answer is the span with the best
+  start plus end score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from mlm_lib.batches import pad_batch
+from mlm_lib.finetune import FinetunedBert
+from mlm_lib.loop import Batch, Sums
+from mlm_lib.model import BertModel
+
+IGNORE = -100  # a position without a label: F.cross_entropy's ignore_index skips it
+MAX_ANSWER_PIECES = 16  # the longest span the span head may answer, in pieces
+
+
+def _pad_rows(rows: Sequence[Sequence[int]], value: int) -> torch.Tensor:
+    """Rows of per-piece values, right-padded with ``value`` into [B, T] (as :func:`pad_batch`
+    pads the ids)."""
+    out = torch.full((len(rows), max(map(len, rows), default=0)), value, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, :len(row)] = torch.tensor(row, dtype=torch.long)
+    return out
+
+
+# ---------------------------------------------------------------- a label for every word
+
+@dataclass
+class TaggedSet:
+    """Sentences as lists of words, with one label per word (``IGNORE``: no label, not scored);
+    ``label_names[k]`` names label ``k``, and label 0 is the "nothing to report" label that F1
+    leaves out, as CoNLL's "O"."""
+
+    words: list[list[str]]
+    tags: list[list[int]]
+    label_names: list[str]
+
+    def __post_init__(self) -> None:
+        if len(self.words) != len(self.tags):
+            raise ValueError(f"{len(self.words)} sentences but {len(self.tags)} tag lists")
+        for i, (w, t) in enumerate(zip(self.words, self.tags)):
+            if len(w) != len(t):
+                raise ValueError(f"sentence {i} has {len(w)} words but {len(t)} tags")
+            bad = [y for y in t if y != IGNORE and not 0 <= y < len(self.label_names)]
+            if bad:
+                raise ValueError(f"sentence {i}: tag {bad[0]} is outside [0, {len(self.label_names)})")
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def batch(self, tokenizer: Any, idx: Sequence[int], max_length: int) -> Batch:
+        """``[CLS] pieces [SEP]`` per sentence, padded; ``labels`` [B, T] holds each word's tag at
+        its first piece and ``IGNORE`` elsewhere. Words past ``max_length`` are left out."""
+        rows, labels = [], []
+        for i in idx:
+            ids, tags = [tokenizer.cls_id], [IGNORE]
+            for word, tag in zip(self.words[i], self.tags[i]):
+                pieces = tokenizer.encode_ids(word)
+                if len(ids) + len(pieces) > max_length - 1:
+                    break
+                ids += pieces
+                tags += [tag] + [IGNORE] * (len(pieces) - 1)
+            rows.append(ids + [tokenizer.sep_id])
+            labels.append(tags + [IGNORE])
+        b = pad_batch(rows, [[0] * len(r) for r in rows], tokenizer.pad_id)
+        b["labels"] = _pad_rows(labels, IGNORE)
+        return b
+
+
+class BertTokenClassifier(FinetunedBert):
+    """An encoder plus one linear layer on every last hidden state ``h_i``: label scores per
+    token, [B, T, num_labels]."""
+
+    def __init__(self, encoder: BertModel, num_labels: int, dropout: float = 0.1,
+                 seed: int = 0) -> None:
+        if num_labels < 2:
+            raise ValueError(f"num_labels must be at least 2, got {num_labels}")
+        super().__init__(encoder, num_labels, dropout, seed)
+        self.num_labels = num_labels
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        h = self.bert(input_ids, token_type_ids, attention_mask).last_hidden_state
+        return self.classifier(self.dropout(h))
+
+    def objective(self, b: Batch) -> tuple[torch.Tensor, Sums]:
+        """Mean cross-entropy over the labelled positions only (the rest are ``IGNORE``); the
+        accuracy there, and micro F1 over the labels other than 0: 2 TP / (2 TP + FP + FN)."""
+        logits = self(b["input_ids"], b["token_type_ids"], b["attention_mask"])
+        gold = b["labels"]
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), gold.flatten(), ignore_index=IGNORE)
+        scored = gold != IGNORE
+        pred, gold = logits.argmax(-1)[scored], gold[scored]
+        n = int(scored.sum())
+        tp = ((pred == gold) & (gold != 0)).sum()
+        fp = ((pred != gold) & (pred != 0)).sum()
+        fn = ((pred != gold) & (gold != 0)).sum()
+        return loss, {"loss": (loss.detach() * n, n), "accuracy": ((pred == gold).sum(), n),
+                      "f1": (2 * tp, 2 * tp + fp + fn)}
+
+
+# ---------------------------------------------------------------- a span of segment B
+
+@dataclass
+class SpanSet:
+    """Questions (segment A), contexts as lists of words (segment B), and each answer's first and
+    last word in its context (inclusive)."""
+
+    questions: list[str]
+    contexts: list[list[str]]
+    answers: list[tuple[int, int]]
+
+    def __post_init__(self) -> None:
+        if not len(self.questions) == len(self.contexts) == len(self.answers):
+            raise ValueError(f"{len(self.questions)} questions, {len(self.contexts)} contexts and "
+                             f"{len(self.answers)} answers: one of each per example")
+        for i, ((first, last), words) in enumerate(zip(self.answers, self.contexts)):
+            if not 0 <= first <= last < len(words):
+                raise ValueError(f"example {i}: answer words ({first}, {last}) are not a span of "
+                                 f"its {len(words)}-word context")
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    def batch(self, tokenizer: Any, idx: Sequence[int], max_length: int) -> Batch:
+        """``[CLS] A [SEP] B [SEP]``, padded, with ``context_mask`` (1 on B's pieces),
+        ``start_positions`` and ``end_positions`` (the answer's first and last piece)."""
+        rows, types, context, starts, ends = [], [], [], [], []
+        for i in idx:
+            ids = [tokenizer.cls_id] + tokenizer.encode_ids(self.questions[i]) + [tokenizer.sep_id]
+            n_a = len(ids)
+            first, last = self.answers[i]
+            for k, word in enumerate(self.contexts[i]):
+                if k == first:
+                    starts.append(len(ids))
+                ids += tokenizer.encode_ids(word)
+                if k == last:
+                    ends.append(len(ids) - 1)
+            if len(ids) + 1 > max_length:
+                raise ValueError(f"example {i} takes {len(ids) + 1} pieces, more than "
+                                 f"max_length={max_length}: its answer could be cut off")
+            rows.append(ids + [tokenizer.sep_id])
+            types.append([0] * n_a + [1] * (len(ids) + 1 - n_a))
+            context.append([0] * n_a + [1] * (len(ids) - n_a) + [0])
+        b = pad_batch(rows, types, tokenizer.pad_id)
+        b["context_mask"] = _pad_rows(context, 0)
+        b["start_positions"] = torch.tensor(starts, dtype=torch.long)
+        b["end_positions"] = torch.tensor(ends, dtype=torch.long)
+        return b
+
+
+def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor,
+               max_pieces: int = MAX_ANSWER_PIECES) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per row, the (start, end) with start <= end < start + ``max_pieces`` that maximises
+    start score plus end score (positions outside B score -inf already)."""
+    t = start_logits.shape[-1]
+    pair = start_logits.unsqueeze(-1) + end_logits.unsqueeze(-2)  # [B, start, end]
+    offsets = torch.arange(t, device=pair.device)
+    allowed = (offsets[None, :] >= offsets[:, None]) & (offsets[None, :] < offsets[:, None] + max_pieces)
+    best = pair.masked_fill(~allowed, float("-inf")).flatten(1).argmax(-1)
+    return best // t, best % t
+
+
+class BertSpanHead(FinetunedBert):
+    """An encoder plus one linear layer of two outputs on every ``h_i``: a start score and an end
+    score per position, each [B, T], set to -inf outside segment B."""
+
+    def __init__(self, encoder: BertModel, dropout: float = 0.1, seed: int = 0) -> None:
+        super().__init__(encoder, 2, dropout, seed)
+
+    def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor,
+                attention_mask: torch.Tensor, context_mask: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.bert(input_ids, token_type_ids, attention_mask).last_hidden_state
+        scores = self.classifier(self.dropout(h)).float()  # [B, T, 2]
+        scores = scores.masked_fill(context_mask.unsqueeze(-1) == 0, torch.finfo(scores.dtype).min)
+        return scores[..., 0], scores[..., 1]
+
+    def objective(self, b: Batch) -> tuple[torch.Tensor, Sums]:
+        """The mean of two cross-entropies, each a softmax over B's positions: -log P(start) and
+        -log P(end); exact match: the best span is the answer, to the piece."""
+        start, end = self(b["input_ids"], b["token_type_ids"], b["attention_mask"],
+                          b["context_mask"])
+        loss = (F.cross_entropy(start, b["start_positions"])
+                + F.cross_entropy(end, b["end_positions"])) / 2
+        s, e = best_spans(start.detach(), end.detach())
+        n = b["start_positions"].numel()
+        exact = ((s == b["start_positions"]) & (e == b["end_positions"])).sum()
+        return loss, {"loss": (loss.detach() * n, n), "exact_match": (exact, n)}
