@@ -80,21 +80,25 @@ class LabelledSet:
 # ---------------------------------------------------------------- the model
 
 class FinetunedBert(nn.Module):
-    """An encoder and a new head on its vectors: dropout, then one linear layer of
-    ``out_features`` outputs (named ``classifier``). The heads of this module and of
-    :mod:`mlm_lib.tasks` differ only in which vectors they read and what their outputs mean."""
+    """An encoder and a new head on its vectors: dropout, then one linear layer of ``num_labels``
+    outputs (named ``classifier``). The heads of this module and of :mod:`mlm_lib.tasks` differ
+    only in which vectors they read and what their outputs mean (the span head's two are a start
+    and an end score, as in Hugging Face's ``BertForQuestionAnswering``)."""
 
-    def __init__(self, encoder: BertModel, out_features: int, dropout: float = 0.1,
+    def __init__(self, encoder: BertModel, num_labels: int, dropout: float = 0.1,
                  seed: int = 0) -> None:
         super().__init__()
         if not isinstance(encoder, BertModel):
             raise ValueError(f"encoder must be a BertModel, got {type(encoder).__name__}")
+        if num_labels < 2:
+            raise ValueError(f"num_labels must be at least 2, got {num_labels}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         self.bert = encoder
         self.config = encoder.config
+        self.num_labels = num_labels
         self.dropout = nn.Dropout(dropout)
-        self.classifier = nn.Linear(encoder.config.hidden_size, out_features)
+        self.classifier = nn.Linear(encoder.config.hidden_size, num_labels)
         # A new head starts like every BERT weight: small truncated normal, zero bias (seeded).
         init_bert_weights(self.classifier, encoder.config.initializer_range,
                           torch.Generator().manual_seed(seed))
@@ -122,13 +126,6 @@ class BertClassifier(FinetunedBert):
     it, in the book's MLM-only model it is still at its random start. The MLM head is not part of
     this model at all.
     """
-
-    def __init__(self, encoder: BertModel, num_labels: int, dropout: float = 0.1,
-                 seed: int = 0) -> None:
-        if num_labels < 2:
-            raise ValueError(f"num_labels must be at least 2, got {num_labels}")
-        super().__init__(encoder, num_labels, dropout, seed)
-        self.num_labels = num_labels
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -90,13 +90,6 @@ class BertTokenClassifier(FinetunedBert):
     """An encoder plus one linear layer on every last hidden state ``h_i``: label scores per
     token, [B, T, num_labels]."""
 
-    def __init__(self, encoder: BertModel, num_labels: int, dropout: float = 0.1,
-                 seed: int = 0) -> None:
-        if num_labels < 2:
-            raise ValueError(f"num_labels must be at least 2, got {num_labels}")
-        super().__init__(encoder, num_labels, dropout, seed)
-        self.num_labels = num_labels
-
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         h = self.bert(input_ids, token_type_ids, attention_mask).last_hidden_state
