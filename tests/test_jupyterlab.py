@@ -7,6 +7,10 @@ Playwright, without running any cell: every stored recall widget must be drawn, 
 typeset, their cells' code folded away (it is data, ``recall("TF9")``, but the fold is what the
 chapter asks for), and a few of them, the first, a middle one and the last, must open on a click
 without showing an answer before it.
+
+One JupyterLab page serves every chapter: the front end loads once, and each test closes what the
+page shows and opens its chapter through JupyterLab's own ``docmanager:open`` command (the server
+runs with ``expose_app_in_browser`` for that), as a reader opens a notebook from the file browser.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 TOKEN = "fill-in-the-blank-test"
 # Every cell attached at once. JupyterLab's default ("contentVisibility") draws a cell's outputs as
-# it scrolls into view, and scrolling through thirteen chapters took most of this test's time; the
+# it scrolls into view, and scrolling through every chapter took most of this test's time; the
 # sanitizer and the renderers an untrusted output goes through are the same in every mode.
 NOTEBOOK_SETTINGS = {"windowingMode": "none"}
 
@@ -63,7 +67,8 @@ def lab(tmp_path_factory):
     proc = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
          "--ip=127.0.0.1", f"--ServerApp.token={TOKEN}", f"--ServerApp.root_dir={root}",
-         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+         "--LabApp.expose_app_in_browser=True"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
     )
     url = f"http://127.0.0.1:{port}"
@@ -86,15 +91,42 @@ def lab(tmp_path_factory):
         proc.wait()
 
 
+# Close every document the page shows (without a save dialog: nothing was edited), then open one
+# chapter as the file browser would, and wait until JupyterLab has read it; fail after 60 s rather
+# than wait on a dialog forever.
+OPEN_ALONE = """async path => {
+  const app = window.jupyterapp;
+  for (const widget of [...app.shell.widgets('main')]) widget.dispose();
+  const open = async () => {
+    const panel = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+    await panel.context.ready;
+    await panel.revealed;
+    return true;
+  };
+  const late = new Promise((_, fail) => setTimeout(() => fail(new Error(path + ' did not open in 60 s')), 60000));
+  return Promise.race([open(), late]);
+}"""
+
+
+@pytest.fixture(scope="module")
+def lab_page(lab, browser):
+    """One JupyterLab front end for every chapter of the module; ?reset: a fresh workspace."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{lab}/lab?reset&token={TOKEN}")
+    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=90000)
+    page.evaluate("() => window.jupyterapp.restored.then(() => true)")
+    yield page
+    page.close()
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.stem)
-def test_recall_widgets_work_in_a_reopened_chapter(lab, browser, notebook):
+def test_recall_widgets_work_in_a_reopened_chapter(lab, lab_page, notebook):
     stored_html = chapter_outputs([notebook])  # the recall widgets of its stored outputs
     stored = len(stored_html)
     assert stored > 0, f"{notebook.name} has no recall widget in its outputs"
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page = lab_page
     try:
-        # ?reset: a fresh workspace, so earlier chapters are not reopened alongside this one
-        page.goto(f"{lab}/lab/tree/{notebook.name}?reset&token={TOKEN}")
+        page.evaluate(OPEN_ALONE, notebook.name)
         widgets = page.locator(".jp-OutputArea-output .recall")
         try:
             page.wait_for_function("n => document.querySelectorAll('.jp-OutputArea-output .recall')"
@@ -121,6 +153,5 @@ def test_recall_widgets_work_in_a_reopened_chapter(lab, browser, notebook):
             d.locator("summary").click()
             assert answer.is_visible(), f"widget {k} of {notebook.name} does not open in JupyterLab"
     finally:
-        page.close()
         for session in _api(lab, "/api/sessions"):  # one kernel at a time on a small machine
             _api(lab, f"/api/sessions/{session['id']}", "DELETE")
