@@ -128,9 +128,13 @@ def visit(request, server, browser) -> Iterator[Visit]:
 
 
 def _set_theme(page: Page, theme: str) -> None:
+    """Switch the theme and wait until its colour transitions have ended: on a slow machine a
+    fixed wait caught the search button half-way, in colours neither theme has."""
     page.evaluate("t => { document.documentElement.dataset.mode = t; "
                   "document.documentElement.dataset.theme = t; }", theme)
     page.wait_for_timeout(200)
+    page.wait_for_function("() => document.getAnimations().filter(a => a instanceof CSSTransition)"
+                           ".every(a => a.playState !== 'running')")
 
 
 # --- What a reader sees ------------------------------------------------------------------------------
