@@ -31,6 +31,11 @@ from mlm_lib.book.chapter_runs import (B_KINDS, MicroRun, answered_is_next, chap
 from mlm_lib.book.domain import DOMAIN_VALID_FRACTION, domain_data
 from mlm_lib.book.results import (RESULTS_DIR, Results, Run, git_commit, load_results, provenance,
                                   save_results)
+from mlm_lib.book.replaced_tokens import ARMS as ELECTRA_ARMS
+from mlm_lib.book.replaced_tokens import BATCH_SIZE as ELECTRA_BATCH_SIZE
+from mlm_lib.book.replaced_tokens import LR as ELECTRA_LR
+from mlm_lib.book.replaced_tokens import STEPS as ELECTRA_STEPS
+from mlm_lib.book.replaced_tokens import electra_metrics
 from mlm_lib.book.task_shapes import ENCODERS, FINETUNE, SIZES, TASKS, task_run
 from mlm_lib.corpus import load_wikipedia, train_valid_split
 from mlm_lib.init import build_model
@@ -249,6 +254,16 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                   "train": "articles the book's model read", "test": "the five it never read"},
         tolerance={**{f"{task}_{t.measure}": 0.012 for task, t in TASKS.items()},
                    **{f"{task}_loss": 0.01 for task in TASKS}}),
+    Experiment(
+        name="electra",
+        question="Can a small ELECTRA discriminator learn to spot a fixed generator's samples in "
+                 f"{ELECTRA_STEPS} steps, and better than a detector that reads only the token? "
+                 "(chapter 15)",
+        arms=tuple(ELECTRA_ARMS), run=electra_metrics, cheapest_arm="unigram, token only",
+        settings={"steps": ELECTRA_STEPS, "batch_size": ELECTRA_BATCH_SIZE, "lr": ELECTRA_LR,
+                  "generator": "fixed", "train": "articles the book's model read",
+                  "test": "the five it never read, masks and samples drawn once"},
+        tolerance={"disc_loss": 0.003, "disc_acc": 0.003, "disc_auc": 0.01}),
 )}
 
 
