@@ -202,7 +202,6 @@ class Electra(nn.Module):
             raise ValueError(f"disc_weight must be positive, got {disc_weight}")
         self.generator, self.discriminator = generator, discriminator
         self.disc_weight, self.train_generator = disc_weight, train_generator
-        self.generator.requires_grad_(train_generator)
         # The samples' own random stream, so that a run is reproducible whatever else draws.
         self.sampler = torch.Generator().manual_seed(sample_seed)
 
