@@ -20,6 +20,8 @@ book names things:
 - ``inference``   fill-mask, sentence loss, attention and hidden states
 - ``hf``          Hugging Face folders in and out
 - ``finetune``    a classifier on [CLS] and its training
+- ``tasks``       the other heads: a label for every token, a span of segment B
+- ``electra``     replaced token detection: a generator's samples, a discriminator at every position
 - ``causal``      the next-token model BERT is compared with (GPT's objective and generation)
 - ``baselines``   the count models a trained BERT must beat
 - ``stats``       95% intervals for comparisons

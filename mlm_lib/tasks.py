@@ -7,8 +7,8 @@ that answers segment A (SQuAD). This module adds the last two heads. Each is one
 the encoder's last hidden states ``h_i``, and each trains through :func:`~mlm_lib.finetune.finetune`
 like the classifier: only the ``objective`` differs.
 
-- :class:`BertTokenClassifier` scores every ``h_i`` over the labels, and its loss is a sum over
-  the labelled positions only, as the MLM loss sums over M; a word split into several WordPiece
+- :class:`BertTokenClassifier` scores every ``h_i`` over the labels, and its loss is the mean over
+  the labelled positions only, as the MLM loss reads M only; a word split into several WordPiece
   pieces is labelled at its first piece (the paper's section 5.3).
 - :class:`BertSpanHead` gives every position of B a start score and an end score; the softmax
   runs over *positions* (over the vocabulary in MLM), and the answer is the span with the best
@@ -164,7 +164,7 @@ class SpanSet:
 def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor,
                max_pieces: int = MAX_ANSWER_PIECES) -> tuple[torch.Tensor, torch.Tensor]:
     """Per row, the (start, end) with start <= end < start + ``max_pieces`` that maximises
-    start score plus end score (positions outside B score -inf already)."""
+    start score plus end score (positions outside B already hold the lowest float)."""
     t = start_logits.shape[-1]
     pair = start_logits.unsqueeze(-1) + end_logits.unsqueeze(-2)  # [B, start, end]
     offsets = torch.arange(t, device=pair.device)
@@ -175,7 +175,8 @@ def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor,
 
 class BertSpanHead(FinetunedBert):
     """An encoder plus one linear layer of two outputs on every ``h_i``: a start score and an end
-    score per position, each [B, T], set to -inf outside segment B."""
+    score per position, each [B, T], set to the lowest float outside segment B (not -inf, whose
+    softmax over an all-masked row would be NaN)."""
 
     def __init__(self, encoder: BertModel, dropout: float = 0.1, seed: int = 0) -> None:
         super().__init__(encoder, 2, dropout, seed)

@@ -14,9 +14,9 @@ from word_count import chapter_words, prose_words
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-# Fifteen chapters (0-14) of about 1,100 words; chapter 13 (task shapes) raised it from 16,000 by its
-# own length, about 700 words, and no more.
-BOOK_BUDGET = 16_700
+# Sixteen chapters (0-15) of about 1,100 words; chapters 13 (task shapes) and 15 (after MLM) raised
+# it from 16,000 by their own lengths, about 700 and 1,000 words, and no more.
+BOOK_BUDGET = 17_700
 CHAPTER_BUDGET = 2_000
 
 

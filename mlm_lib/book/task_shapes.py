@@ -57,8 +57,11 @@ def read_and_unread() -> tuple[list[Document], list[Document]]:
     return list(read), list(unread)
 
 
+CASED = BasicTokenizer(do_lower_case=False)  # BERT's word splitting, the case kept
+
+
 def _cased_words(sentence: str) -> list[str]:
-    return BasicTokenizer(do_lower_case=False).tokenize(sentence)
+    return CASED.tokenize(sentence)
 
 
 def same_article_pairs(docs: Sequence[Document], n: int, seed: int = 0) -> LabelledSet:
