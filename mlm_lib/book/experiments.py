@@ -263,7 +263,9 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
         settings={"steps": ELECTRA_STEPS, "batch_size": ELECTRA_BATCH_SIZE, "lr": ELECTRA_LR,
                   "generator": "fixed", "train": "articles the book's model read",
                   "test": "the five it never read, masks and samples drawn once"},
-        tolerance={"disc_loss": 0.003, "disc_acc": 0.003, "disc_auc": 0.01}),
+        # 1 and 2 threads gave the same metrics to 1e-7; the seeds' standard deviations are 0.003
+        # to 0.006 in AUC and 0.0005 to 0.0025 in loss, and accuracy barely moves between seeds.
+        tolerance={"disc_loss": 0.0005, "disc_acc": 0.001, "disc_auc": 0.002}),
 )}
 
 
