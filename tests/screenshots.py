@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import BUILD
-from test_site import DESKTOP, PAGES, PHONE, _open, _set_theme
+from conftest import BUILD, DESKTOP, open_page
+from test_site import PAGES, PHONE, _set_theme
 
 SHOTS = BUILD / "screenshots"
 
@@ -27,7 +27,7 @@ def test_screenshot(rel, server, browser):
         context = browser.new_context(viewport=viewport, device_scale_factor=1)
         try:
             page = context.new_page()
-            _open(page, server + rel)
+            open_page(page, server + rel)
             for kind, theme in shots:
                 _set_theme(page, theme)
                 page.screenshot(path=str(SHOTS / f"{name}-{kind}.png"), full_page=True)

@@ -20,32 +20,41 @@ from live_reference import (expected_masked, expected_masked_sum, expected_p_hil
                             expected_softmax, expected_temperature, load, mismatches)
 
 KERNEL_NOTE = "This control needs a running kernel"
+# The charts' controls as the page has them, and put back: a chart test leaves the shared visit as
+# it found it, for the page's other checks (each moves a control one step from where it stands).
+CHART_CONTROLS = "document.querySelectorAll('.live-chart input, .live-chart select')"
+SNAPSHOT = f"() => [...{CHART_CONTROLS}].map(e => e.type === 'checkbox' ? e.checked : e.value)"
+RESTORE = f"""values => [...{CHART_CONTROLS}].forEach((e, i) => {{
+  if ((e.type === 'checkbox' ? e.checked : e.value) === values[i]) return;
+  if (e.type === 'checkbox') e.checked = values[i]; else e.value = values[i];
+  e.dispatchEvent(new Event('input', {{bubbles: true}}));
+  e.dispatchEvent(new Event('change', {{bubbles: true}}));
+}})"""
 
 
 @pytest.fixture
-def open_chart(server, browser):
-    """Open a chapter, wait until its live chart is drawn; console errors fail the test."""
-    pages, errors = [], []
+def open_chart(site_pages):
+    """A chapter's shared visit (conftest.site_pages), once its live charts are drawn; at the end,
+    its controls are put back and nothing went wrong during the visit."""
+    visits, found = [], []
 
     def _open(chapter: str):
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        page.set_default_timeout(60_000)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.on("console", lambda m: m.type == "error" and "favicon" not in m.text
-                and "404" not in m.text and errors.append(m.text))
-        page.goto(server + f"notebooks/{chapter}.html", wait_until="load")
+        visit = site_pages.visit(f"notebooks/{chapter}.html")
+        page = visit.page
         page.wait_for_selector(".live-chart[data-drawn]")
-        state = page.get_attribute(".live-chart", "data-drawn")
         page.wait_for_function("() => [...document.querySelectorAll('.live-chart')]"
                                ".every(d => d.dataset.drawn !== 'pending')")
-        assert page.get_attribute(".live-chart", "data-drawn") == "yes", f"{chapter}: {state}, {errors}"
-        pages.append(page)
+        state = page.get_attribute(".live-chart", "data-drawn")
+        assert state == "yes", f"{chapter}: {state}, {visit.problems()}"
+        visits.append(visit)
+        found.append(page.evaluate(SNAPSHOT))
         return page
 
     yield _open
-    for page in pages:
-        page.close()
-    assert not errors, errors
+    for visit, values in zip(visits, found):
+        visit.page.evaluate(RESTORE, values)
+        assert visit.page.evaluate(SNAPSHOT) == values
+        assert not visit.problems(), visit.problems()
 
 
 def shown_texts(page, marks, top_down: bool = False) -> dict[str, list[str]]:
@@ -82,6 +91,7 @@ def labels_of_controls(page) -> list[str]:
         "es => es.map(e => (e.closest('label') ? e.closest('label').innerText : '').trim())")
 
 
+@pytest.mark.on_page("notebooks/00_how_to_read.html")
 def test_p_hill_chart(open_chart):
     ns, _ = load("p_hill")
     page = open_chart("00_how_to_read")
@@ -91,6 +101,7 @@ def test_p_hill_chart(open_chart):
     assert all(labels_of_controls(page))
 
 
+@pytest.mark.on_page("notebooks/01_words_and_symbols.html")
 def test_masked_set_chart(open_chart):
     ns, _ = load("masked")
     page = open_chart("01_words_and_symbols")
@@ -100,6 +111,7 @@ def test_masked_set_chart(open_chart):
     assert all(labels_of_controls(page))
 
 
+@pytest.mark.on_page("notebooks/02_vocabulary_softmax.html")
 def test_temperature_chart(open_chart):
     ns, _ = load("temperature")
     page = open_chart("02_vocabulary_softmax")
@@ -108,6 +120,7 @@ def test_temperature_chart(open_chart):
     assert all(labels_of_controls(page))
 
 
+@pytest.mark.on_page("notebooks/03_the_log.html")
 def test_softmax_chart(open_chart):
     ns, _ = load("softmax")
     page = open_chart("03_the_log")
@@ -120,6 +133,7 @@ def test_softmax_chart(open_chart):
     assert all(labels_of_controls(page))
 
 
+@pytest.mark.on_page("notebooks/04_the_minus_sign.html")
 def test_sgd_chart(open_chart):
     ns, _ = load("sgd")
     page = open_chart("04_the_minus_sign")
@@ -131,6 +145,7 @@ def test_sgd_chart(open_chart):
     assert all(labels_of_controls(page))
 
 
+@pytest.mark.on_page("notebooks/05_masked_only_sum.html")
 def test_masked_sum_chart(open_chart):
     ns, _ = load("masked_sum")
     page = open_chart("05_masked_only_sum")
@@ -164,33 +179,27 @@ SHOWN = ("e => { const out = e.closest('.cell_output'); return [...out.querySele
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS)
-def test_every_control_of_the_page_changes_what_its_cell_shows(chapter, server, browser):
+def test_every_control_of_the_page_changes_what_its_cell_shows(chapter, site_pages):
     """Walk every control of the chapter page: moved or typed into, it must redraw its cell. A
     control that needed a kernel would change nothing here: none may be left on the site."""
-    page = browser.new_page(viewport={"width": 1280, "height": 900})
-    errors: list[str] = []
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    try:
-        page.set_default_timeout(60_000)
-        page.goto(server + f"notebooks/{chapter}.html", wait_until="load")
-        for root in page.locator(".live-chart, .bert-live[data-kind]").all():
-            root.scroll_into_view_if_needed()  # a model control loads and answers once in view
-        page.wait_for_function("() => [...document.querySelectorAll('.bert-live[data-kind]')]"
-                               ".every(r => r.hasAttribute('data-answered'))"
-                               " && [...document.querySelectorAll('.live-chart')]"
-                               ".every(c => c.dataset.drawn === 'yes')")
-        n = page.evaluate(f"() => ({CONTROLS})().length")
-        assert n, f"{chapter}: no control found"
-        for k in range(n):
-            control = page.evaluate_handle(f"() => ({CONTROLS})()[{k}]").as_element()
-            assert control is not None, f"{chapter}: control {k} went away"
-            name = control.evaluate("e => e.labels && e.labels.length ? e.labels[0].innerText : e.innerText")
-            before = control.evaluate(SHOWN)
-            move_control(control)
-            try:
-                page.wait_for_function(f"([e, b]) => ({SHOWN})(e) !== b", arg=[control, before], timeout=15_000)
-            except Exception:
-                pytest.fail(f"{chapter}: moving control {k} ({name!r}) changed nothing in its cell")
-    finally:
-        page.close()
-    assert not errors, errors
+    visit = site_pages.visit(f"notebooks/{chapter}.html")
+    page = visit.page
+    for root in page.locator(".live-chart, .bert-live[data-kind]").all():
+        root.scroll_into_view_if_needed()  # a model control loads and answers once in view
+    page.wait_for_function("() => [...document.querySelectorAll('.bert-live[data-kind]')]"
+                           ".every(r => r.hasAttribute('data-answered'))"
+                           " && [...document.querySelectorAll('.live-chart')]"
+                           ".every(c => c.dataset.drawn === 'yes')")
+    n = page.evaluate(f"() => ({CONTROLS})().length")
+    assert n, f"{chapter}: no control found"
+    for k in range(n):
+        control = page.evaluate_handle(f"() => ({CONTROLS})()[{k}]").as_element()
+        assert control is not None, f"{chapter}: control {k} went away"
+        name = control.evaluate("e => e.labels && e.labels.length ? e.labels[0].innerText : e.innerText")
+        before = control.evaluate(SHOWN)
+        move_control(control)
+        try:
+            page.wait_for_function(f"([e, b]) => ({SHOWN})(e) !== b", arg=[control, before], timeout=15_000)
+        except Exception:
+            pytest.fail(f"{chapter}: moving control {k} ({name!r}) changed nothing in its cell")
+    assert not visit.problems(), visit.problems()

@@ -4,7 +4,8 @@ The browser tokenizes with tokenizers.js and runs the exported model with onnxru
 must give what mlm_lib gives: the same token ids, fill-mask's top 5 and their probabilities, the
 attention probabilities and the NSP probabilities, on held-out sentences no other test uses. Every
 model control on every chapter page answers, changes its answer when moved or typed into, and
-answers bad input with a message; and no request leaves 127.0.0.1.
+answers bad input with a message; and no request leaves 127.0.0.1. The checks of a chapter page run on
+its one visit (conftest.site_pages), after test_site.py's and before test_site_live.py's.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 import pytest
 import torch
 
-from conftest import move_control
+from conftest import DESKTOP, move_control
 from mlm_lib.book.book_model import book_model, book_model_tokenizer
 from mlm_lib.book.chapter_models import load_chapter_model
 from mlm_lib.corpus import load_wikipedia, train_valid_split
@@ -49,28 +50,19 @@ def sentences() -> list[str]:
 
 
 @pytest.fixture
-def page(server, browser):
-    """A chapter page with the request log and console errors checked at the end."""
-    pages, requests, errors = [], [], []
+def page(site_pages):
+    """A chapter's shared visit (conftest.site_pages); at the end, no request left 127.0.0.1, none
+    failed and nothing was logged as an error during the visit."""
+    visits = []
 
     def _open(chapter: str):
-        p = browser.new_page(viewport={"width": 1280, "height": 900})
-        p.set_default_timeout(60_000)
-        p.on("request", lambda r: requests.append(r.url))
-        p.on("pageerror", lambda e: errors.append(str(e)))
-        # a missing favicon is the browser's business; a missing file of the site is not
-        p.on("console", lambda m: m.type == "error" and "404" not in m.text and errors.append(m.text))
-        p.on("response", lambda r: r.status >= 400 and "/_static/" in r.url and errors.append(r.url))
-        p.goto(server + f"notebooks/{chapter}.html", wait_until="load")
-        pages.append(p)
-        return p
+        visit = site_pages.visit(f"notebooks/{chapter}.html")
+        visits.append(visit)
+        return visit.page
 
     yield _open
-    for p in pages:
-        p.close()
-    outside = [u for u in requests if not u.startswith(server) and not u.startswith("data:")]
-    assert not outside, f"requests left 127.0.0.1: {outside[:5]}"
-    assert not errors, errors
+    for visit in visits:
+        assert not visit.problems(), f"{visit.rel}: {visit.problems()[:5]}"
 
 
 RUN_ALL = """async (texts) => {
@@ -90,6 +82,7 @@ RUN_ALL = """async (texts) => {
 }"""
 
 
+@pytest.mark.on_page("notebooks/10_pretraining.html")
 def test_the_browser_model_computes_what_mlm_lib_computes(page, sentences):
     p = page("10_pretraining")
     got = p.evaluate(RUN_ALL, sentences)
@@ -128,6 +121,7 @@ RUN_CLASSIFIER = """async ([texts, name]) => {
 }"""
 
 
+@pytest.mark.on_page("notebooks/11_next_sentence_prediction.html")
 def test_the_browser_runs_chapter_11s_nsp_head_as_mlm_lib_does(page, sentences):
     p = page("11_next_sentence_prediction")
     model, tok = load_chapter_model("nsp"), book_model_tokenizer()
@@ -147,6 +141,7 @@ def test_the_browser_runs_chapter_11s_nsp_head_as_mlm_lib_does(page, sentences):
     assert worst <= PROB_TOL, worst
 
 
+@pytest.mark.on_page("notebooks/12_fine_tuning.html")
 @pytest.mark.parametrize("name", ["classifier-pretrained", "classifier-random"])
 def test_the_browser_runs_chapter_12s_classifiers_as_mlm_lib_does(page, sentences, name):
     p = page("12_fine_tuning")
@@ -210,6 +205,7 @@ BAD_INPUT = [("", "empty"), ("the river was wide .", "no [MASK]"),
              (" ".join(["the"] * 80) + " [MASK]", "at most 64"), ("東京 ☃ [MASK] ⚡", "[UNK]")]
 
 
+@pytest.mark.on_page("notebooks/10_pretraining.html")
 @pytest.mark.parametrize("text, message", BAD_INPUT, ids=[m for _, m in BAD_INPUT])
 def test_bad_input_gets_a_message_and_the_page_keeps_working(page, text, message):
     p = page("10_pretraining")
@@ -224,21 +220,28 @@ def test_bad_input_gets_a_message_and_the_page_keeps_working(page, text, message
     assert "in your browser" in _answer(p, root, n)
 
 
+@pytest.mark.on_page("notebooks/03_the_log.html")
 def test_pages_without_a_model_control_load_no_model(page):
-    p = page("03_the_log")
-    p.wait_for_timeout(1500)
+    p = page("03_the_log")  # open since its other checks ran, or opened now
+    p.wait_for_timeout(500)
     loaded = p.evaluate("() => performance.getEntriesByType('resource').map(e => e.name)")
     assert not [u for u in loaded if re.search(r"/_static/(ort|model|tokenizers)/", u)], loaded
 
 
-def test_the_model_loads_only_when_a_control_is_in_view(page):
-    p = page("10_pretraining")
-    p.wait_for_timeout(1500)
-    loaded = p.evaluate("() => performance.getEntriesByType('resource').map(e => e.name)")
-    assert not [u for u in loaded if "book-model.onnx" in u], "the model loaded before its control was in view"
-    root = p.locator('.bert-live[data-kind="fill-mask"]')
-    assert "in your browser" in _first_answer(p, root)
-    assert json.dumps(root.inner_text())
+def test_the_model_loads_only_when_a_control_is_in_view(server, browser):
+    """On a page of its own: the shared visit has long since scrolled to every control."""
+    context = browser.new_context(viewport=DESKTOP)
+    try:
+        p = context.new_page()
+        p.goto(server + "notebooks/10_pretraining.html", wait_until="load")
+        p.wait_for_timeout(1500)
+        loaded = p.evaluate("() => performance.getEntriesByType('resource').map(e => e.name)")
+        assert not [u for u in loaded if "book-model.onnx" in u], "the model loaded before its control was in view"
+        root = p.locator('.bert-live[data-kind="fill-mask"]')
+        assert "in your browser" in _first_answer(p, root)
+        assert json.dumps(root.inner_text())
+    finally:
+        context.close()
 
 
 GENERATE = """async ([prompt, n]) => {
@@ -255,6 +258,7 @@ GENERATE = """async ([prompt, n]) => {
 }"""
 
 
+@pytest.mark.on_page("notebooks/08_both_directions.html")
 @pytest.mark.parametrize("prompt", ["the history of the city", "in 1861 the president", "he was born in"])
 def test_the_browser_generates_what_mlm_lib_generates(page, prompt):
     from mlm_lib.causal import generate_left_to_right
