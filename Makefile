@@ -38,7 +38,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # each.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup book execute test test-lib test-notebooks test-browser test-site screenshots browser lab serve clean
+.PHONY: setup book execute test test-lib test-slow test-notebooks test-browser test-site screenshots browser lab serve clean
 
 setup: $(STAMP) $(VENDOR)/.copied $(SITE_MODEL)
 
@@ -111,9 +111,14 @@ NBVAL := $(BIN)/pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tes
 	--nbval-cell-timeout=120 -p no:cacheprovider notebooks -q --durations=15
 
 # Two workers (pytest-xdist), one per core, each taking a whole file (its module fixtures built
-# once): the long reproduction and install tests (conftest.LONG_FIRST) run beside the rest.
+# once): the long reproduction and install tests (conftest.LONG_FIRST) run beside the rest. The
+# tests marked slow (the recipe's 800-step reproduction, whose first 100 steps test-lib checks)
+# run in test-slow.
 test-lib: setup $(NODE_MODULES)
-	$(BIN)/pytest tests $(addprefix --ignore=,$(BROWSER_TESTS)) -q -n 2 --dist loadfile --durations=15
+	$(BIN)/pytest tests $(addprefix --ignore=,$(BROWSER_TESTS)) -m "not slow" -q -n 2 --dist loadfile --durations=15
+
+test-slow: setup
+	$(BIN)/pytest tests -m slow -q --durations=5
 
 test-notebooks: setup
 	$(NBVAL)
@@ -127,9 +132,10 @@ test-site: book test-browser
 screenshots: browser
 	$(BIN)/pytest tests/screenshots.py -q -p no:cacheprovider
 
-# Every stage runs (a failure does not hide the others) and its time is printed at the end.
+# Every stage runs (a failure does not hide the others) and its time is printed at the end. Set-up
+# runs its independent parts at once (pip, npm ci, chromium from apt: mostly downloads).
 test:
-	@scripts/stages.sh "set-up" $(MAKE) --no-print-directory setup browser \
+	@scripts/stages.sh "set-up" $(MAKE) --no-print-directory -j 3 setup browser \
 	  && scripts/stages.sh "build" $(MAKE) --no-print-directory book; \
 	scripts/stages.sh "browser test" $(MAKE) --no-print-directory test-browser; \
 	scripts/stages.sh "library tests" $(MAKE) --no-print-directory test-lib; \

@@ -176,11 +176,13 @@ def is_next_metric(kind: str) -> str:
     return "is_next_" + kind.replace(",", "").replace(" ", "_")
 
 
-def _run_recipe(arm: str, seed: int) -> dict[str, float]:
+def run_recipe(arm: str, seed: int, steps: int = RECIPE_STEPS) -> dict[str, float]:
+    """One arm of the recipe experiment, stopped after ``steps`` of the 6,000-step schedule (fewer
+    than RECIPE_STEPS: the same run's first steps, which tests/test_results.py checks quickly)."""
     change = dict(RECIPE_ARMS[arm])
     model_change = change.pop("model", {})
     cfg = TrainConfig(**{**BOOK_RECIPE_32, "model": {**BOOK_RECIPE_32["model"], **model_change},
-                         "stop_at_step": RECIPE_STEPS, "save_every": 0, "threads": None,
+                         "stop_at_step": steps, "save_every": 0, "threads": None,
                          "progress": False, "seed": seed, **change})
     data = chapter_data(cfg.max_seq_length, cfg.nsp)
     model = build_model(**cfg.model_options(data.tokenizer.vocab_size))
@@ -224,7 +226,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     Experiment(
         name="recipe",
         question="Which choices get a small BERT off the unigram plateau? (chapter 10)",
-        arms=tuple(RECIPE_ARMS), run=_run_recipe,
+        arms=tuple(RECIPE_ARMS), run=run_recipe,
         settings={"steps": RECIPE_STEPS, "schedule_steps": 6000, "base": "BOOK_RECIPE_32",
                   "changes": RECIPE_ARMS},
         tolerance={"mlm_acc": 0.011, "mlm_loss": 0.08},
