@@ -117,7 +117,7 @@ NBVAL := $(BIN)/pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tes
 test-lib: setup $(NODE_MODULES)
 	$(BIN)/pytest tests $(addprefix --ignore=,$(BROWSER_TESTS)) -m "not slow" -q -n 2 --dist loadfile --durations=15
 
-test-slow: setup
+test-slow: $(STAMP)
 	$(BIN)/pytest tests -m slow -q --durations=5
 
 test-notebooks: setup

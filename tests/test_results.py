@@ -120,10 +120,12 @@ def test_the_chapter_check_fails_when_a_run_drifts():
 
 # The first steps of the recipe's reproduction run, recorded where the whole run reproduced the file.
 RECIPE_PREFIX = Path(__file__).resolve().parent / "fixtures" / "recipe_prefix.json"
-# Still on the unigram plateau at step 100, so the check is the run's digits, not what it learned:
-# one thread and two agree there to 8e-7 in loss and exactly in accuracy; a changed computation
-# (data order, masking, initialisation, optimiser, schedule, scoring) moves them by far more.
-PREFIX_TOLERANCE = {"mlm_loss": 1e-4, "mlm_acc": 1e-3}
+# Still on the unigram plateau at step 100, so the check is the run's digits, not what it learned.
+# Measured drift: 1 thread against 2, 8e-7 in loss and none in accuracy; scalar kernels against
+# AVX2 (ATEN_CPU_CAPABILITY=default), 1.5e-5 in loss and 2 of the 4,210 blanks (4.8e-4) in accuracy,
+# where near-tied guesses flip. The tolerances are about four times that; a changed computation
+# (data order, masking, initialisation, optimiser, schedule, scoring) moves the loss by far more.
+PREFIX_TOLERANCE = {"mlm_loss": 1e-4, "mlm_acc": 2e-3}
 
 
 def test_the_recipe_run_begins_as_the_run_that_reproduced_its_file():
