@@ -106,9 +106,18 @@ browser:
 BROWSER_TESTS := tests/test_site.py tests/test_site_live.py tests/test_site_model.py tests/test_jupyterlab.py
 # nbval: the one executor of the chapters in the tests. Its kernel client polls synchronously,
 # so the lost asyncio wake-up that once stalled the site build (benchmarks/execution_soak.py)
-# cannot happen here; a cell that takes over two minutes fails rather than waiting forever.
+# cannot happen here; a cell that takes over five minutes fails rather than waiting forever.
+# Two chapters at a time (pytest-xdist, a whole chapter per worker), each kernel on one thread:
+# the chapters' small models gain little from a second thread (a 60-step run took 8.4 s on two
+# threads, 11.1 s on one), so two one-thread kernels finish the chapters sooner than one
+# two-thread kernel. The longest chapters are handed out first, so the short ones fill the end.
+# Chapters 11 and 12 save the models they train into a temporary folder (MLM_BOOK_CHAPTER_MODELS),
+# not over the committed files: one thread rounds differently from the two they were made with.
+NB_LONGEST := 15_after_mlm 12_fine_tuning 10_pretraining 08_both_directions
+NB_ORDER := $(NB_LONGEST:%=notebooks/%.ipynb) \
+	$(filter-out $(NB_LONGEST:%=notebooks/%.ipynb),$(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb)))
 NBVAL := $(BIN)/pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-	--nbval-cell-timeout=120 -p no:cacheprovider notebooks -q --durations=15
+	--nbval-cell-timeout=300 -p no:cacheprovider -n 2 --dist loadfile -q --durations=15 $(NB_ORDER)
 
 # Two workers (pytest-xdist), one per core, each taking a whole file (its module fixtures built
 # once): the long reproduction and install tests (conftest.LONG_FIRST) run beside the rest. The
@@ -121,7 +130,8 @@ test-slow: $(STAMP)
 	$(BIN)/pytest tests -m slow -q --durations=5
 
 test-notebooks: setup
-	$(NBVAL)
+	models=$$(mktemp -d) && OMP_NUM_THREADS=1 MLM_BOOK_CHAPTER_MODELS=$$models $(NBVAL); \
+	  status=$$?; rm -rf $$models; exit $$status
 
 test-browser: browser
 	$(BIN)/pytest $(BROWSER_TESTS) -q --durations=15

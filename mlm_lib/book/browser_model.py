@@ -112,8 +112,19 @@ def export_onnx(model: BertForPreTraining | BertClassifier, path: Path) -> None:
                             "attn_bias": {2: length, 3: length}})
     program.save(str(path), external_data=False)
     graph = onnx.load(str(path))
+    _without_export_notes(graph)
     _weights_in_float16(graph)
     onnx.save(graph, str(path))
+
+
+def _without_export_notes(graph: onnx.ModelProto) -> None:
+    """Drop the exporter's notes on each node (the Python stack trace that made it, with the
+    machine's file paths, and the name of the module that ran the export): the site need not
+    carry them, and the file's bytes then depend only on the model."""
+    for proto in (graph, graph.graph, *graph.graph.node, *graph.graph.input, *graph.graph.output,
+                  *graph.graph.value_info, *graph.graph.initializer):
+        del proto.metadata_props[:]
+        proto.doc_string = ""
 
 
 def _weights_in_float16(graph: onnx.ModelProto) -> None:

@@ -8,11 +8,15 @@ widget reads the saved copy back (:func:`load_chapter_model`), so the notebook a
 same weights; the chapter prints how far float16 moved its answers.
 
 These folders are outputs of the chapters, not inputs: executing a chapter writes them again (the
-same bytes on the same arithmetic), and they are not part of any chapter's execution stamp.
+same bytes on the same arithmetic), and they are not part of any chapter's execution stamp. With
+``MLM_BOOK_CHAPTER_MODELS`` set to a folder, chapters save there and read back from there instead:
+``make test-notebooks`` does, so that a test run, whose threads and CPU may round differently from
+the run that made the committed files, never rewrites them.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +28,9 @@ from mlm_lib.finetune import BertClassifier
 from mlm_lib.inference import load_model
 from mlm_lib.model import BertConfig, BertForPreTraining, BertModel
 
-CHAPTER_MODELS = ASSETS / "chapter-models"
+# Where chapters save their models: the package's assets, or the folder the environment names.
+CHAPTER_MODELS_ENV = "MLM_BOOK_CHAPTER_MODELS"
+CHAPTER_MODELS = Path(os.environ.get(CHAPTER_MODELS_ENV) or ASSETS / "chapter-models")
 # name -> what the chapter trained; the site's controls name the same files
 CHAPTER_MODEL_NAMES = {
     "nsp": "chapter 11: the book's model continued 150 steps on pairs with MLM + NSP, seed 0",
