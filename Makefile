@@ -110,21 +110,20 @@ BROWSER_TESTS := tests/test_site.py tests/test_site_live.py tests/test_site_mode
 # Two chapters at a time (pytest-xdist, a whole chapter per worker), each kernel on one thread:
 # the chapters' small models gain little from a second thread (a 60-step run took 8.4 s on two
 # threads, 11.1 s on one), so two one-thread kernels finish the chapters sooner than one
-# two-thread kernel. The longest chapters are handed out first, so the short ones fill the end.
+# two-thread kernel. The chapters are handed out longest first (by the cell times recorded at
+# `make execute`; --no-loadscope-reorder keeps that order), so the short ones fill the end.
 # Chapters 11 and 12 save the models they train into a temporary folder (MLM_BOOK_CHAPTER_MODELS),
 # not over the committed files: one thread rounds differently from the two they were made with.
-NB_LONGEST := 15_after_mlm 12_fine_tuning 10_pretraining 08_both_directions
-NB_ORDER := $(NB_LONGEST:%=notebooks/%.ipynb) \
-	$(filter-out $(NB_LONGEST:%=notebooks/%.ipynb),$(sort $(wildcard notebooks/[0-9][0-9]_*.ipynb)))
+NB_ORDER = $(shell $(PYTHON) scripts/longest_first.py)
 NBVAL := $(BIN)/pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg \
-	--nbval-cell-timeout=300 -p no:cacheprovider -n 2 --dist loadfile -q --durations=15 $(NB_ORDER)
+	--nbval-cell-timeout=300 -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder -q --durations=15 $(NB_ORDER)
 
 # Two workers (pytest-xdist), one per core, each taking a whole file (its module fixtures built
 # once): the long reproduction and install tests (conftest.LONG_FIRST) run beside the rest. The
 # tests marked slow (the recipe's 800-step reproduction, whose first 100 steps test-lib checks)
 # run in test-slow.
 test-lib: setup $(NODE_MODULES)
-	$(BIN)/pytest tests $(addprefix --ignore=,$(BROWSER_TESTS)) -m "not slow" -q -n 2 --dist loadfile --durations=15
+	$(BIN)/pytest tests $(addprefix --ignore=,$(BROWSER_TESTS)) -m "not slow" -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 test-slow: $(STAMP)
 	$(BIN)/pytest tests -m slow -q --durations=5
@@ -134,7 +133,7 @@ test-notebooks: setup
 	  status=$$?; rm -rf $$models; exit $$status
 
 test-browser: browser
-	$(BIN)/pytest $(BROWSER_TESTS) -q --durations=15
+	$(BIN)/pytest $(BROWSER_TESTS) -q -n 2 --dist loadgroup --no-loadscope-reorder --durations=15
 
 test-site: book test-browser
 

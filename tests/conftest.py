@@ -46,10 +46,12 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 # test-lib`, two workers) one thread per worker: two threads each would spin against each other.
 TORCH_THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
 
-# The files with the longest tests (a results file reproduced, fresh virtual environments), put
-# first: with two workers (`make test-lib`, one file per worker at a time) they run beside the
-# others instead of last.
-LONG_FIRST = ("test_results.py", "test_install.py")
+# The files with the longest tests (a results file reproduced, fresh virtual environments, every
+# chapter opened in JupyterLab), put first: with two workers they run beside the others instead of
+# last.
+LONG_FIRST = ("test_results.py", "test_install.py", "test_jupyterlab.py")
+# Browser modules whose tests share a module-scoped server: one worker runs all of them.
+ONE_WORKER = ("test_jupyterlab.py",)
 # The modules that share a visit per page, in the order their checks of a page run.
 # The model checks come before the walk over every control: each leaves its control answered, while
 # the walk may leave a text box too long for the model (a move that shows a message counts there).
@@ -78,14 +80,20 @@ def page_of(item: pytest.Item) -> str | None:
     return f"notebooks/{params['chapter']}.html" if "chapter" in params else None
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups marked here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Long library tests first (beside the rest under xdist); a page's browser checks together,
-    in the order of SHARED_VISIT, so that the page is opened once for all of them."""
+    """Long tests first (beside the rest under xdist); a page's browser checks together, in the
+    order of SHARED_VISIT, so that the page is opened once for all of them. Under ``--dist
+    loadgroup`` (`make test-browser`) a page's checks, and the JupyterLab tests that share one
+    server, form one group that a single worker runs."""
     first_seen: dict[str, int] = {}
     for i, item in enumerate(items):
         page = page_of(item)
         if page is not None:
             first_seen.setdefault(page, i)
+            item.add_marker(pytest.mark.xdist_group(f"page:{page}"))
+        elif item.path.name in ONE_WORKER:
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
 
     def key(indexed: tuple[int, pytest.Item]) -> tuple:
         i, item = indexed
@@ -213,9 +221,13 @@ class SitePages:
         self.server, self.browser = server, browser
         self.current: Visit | None = None
         self.context: BrowserContext | None = None
+        self.closed: set[str] = set()
 
     def visit(self, rel: str) -> Visit:
         if self.current is None or self.current.rel != rel:
+            if rel in self.closed:
+                pytest.fail(f"{rel} is opened a second time: its checks no longer run together "
+                            "(the collection hook's order, or --dist loadgroup's groups)")
             self.close()
             self.context = self.browser.new_context(viewport=DESKTOP)
             self.current = Visit(rel, urljoin(self.server, rel), self.context.new_page())
@@ -225,6 +237,7 @@ class SitePages:
 
     def close(self) -> None:
         if self.context is not None:
+            self.closed.add(self.current.rel)
             self.context.close()
         self.current = self.context = None
 
