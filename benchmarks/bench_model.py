@@ -43,6 +43,9 @@ noisy; alternating single steps and taking medians keeps the comparison fair but
   with ``targets``; the plain path is the same ``forward`` without them). Old against new training
   path, same weights, alternating steps, CPU time, 2 threads at load average ~11: medians
   3.93 against 3.88 s per step (1.01x; another run 0.95x), the same speed within the noise.
+- The fused loss lays its scores out [|M|, V] again, and the library's AdamW is fused on the CPU
+  too: on a 2-core AMD EPYC the [V, |M|] layout's max over columns was the slowest part of the
+  loss (``benchmarks/bench_masked_nll.py`` compares the two layouts).
 - Not done: the tied embedding's gradient is still a dense [V, H] zero-fill plus an add (about
   3% of a step); a sparse embedding gradient would remove it but breaks optimizers when the
   decoder is not used (fine-tuning).

@@ -502,10 +502,10 @@ def parameter_counts(config: BertConfig) -> dict[str, int]:
 
 class _MaskedNLL(torch.autograd.Function):
     """-log P(x_i | x_\\M) for each row of M straight from the hidden vectors (see
-    :func:`masked_nll`). Forward: logits z = W h + b, laid out [V, |M|] (one column per masked
-    token, the faster layout for this product on CPU); one max pass gives the stabiliser *and* the
-    prediction; the softmax is computed once, in place, and turned into dL/dz = softmax - one-hot
-    right away. Backward is then just the two matrix products."""
+    :func:`masked_nll`). Forward: logits z = h W^T + b, one row of V scores per masked token; one
+    max pass over each row gives the stabiliser *and* the prediction; the softmax is computed once,
+    in place, and turned into dL/dz = softmax - one-hot right away. Backward is then just the two
+    matrix products."""
 
     @staticmethod
     def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
@@ -513,15 +513,15 @@ class _MaskedNLL(torch.autograd.Function):
         with torch.autocast(device_type=hidden.device.type, enabled=False):
             dt = torch.promote_types(hidden.dtype, torch.float32)  # at least fp32 under AMP
             h, W, b = hidden.to(dt), weight.to(dt), bias.to(dt)
-            z = torch.addmm(b[:, None], W, h.t())  # [V, |M|]
-            top, predictions = z.max(dim=0)
-            cols = torch.arange(h.size(0), device=h.device)
-            target_logit = z[targets, cols]
-            p = z.sub_(top).exp_()
-            total = p.sum(dim=0)
+            z = torch.addmm(b, h, W.t())  # [|M|, V]
+            top, predictions = z.max(dim=1)
+            rows = torch.arange(h.size(0), device=h.device)
+            target_logit = z[rows, targets]
+            p = z.sub_(top[:, None]).exp_()
+            total = p.sum(dim=1)
             nll = total.log() + top - target_logit  # logsumexp(z) - z[x_i]
-            p.div_(total)
-            p[targets, cols] -= 1.0  # d nll_i / d z_i
+            p.div_(total[:, None])
+            p[rows, targets] -= 1.0  # d nll_i / d z_i
         ctx.save_for_backward(h, W, p)
         ctx.dtypes = (hidden.dtype, weight.dtype, bias.dtype)
         ctx.mark_non_differentiable(predictions)
@@ -533,9 +533,9 @@ class _MaskedNLL(torch.autograd.Function):
         h, W, dz = ctx.saved_tensors
         g = grad_nll.to(dz.dtype)
         with torch.autocast(device_type=h.device.type, enabled=False):
-            grad_h = (dz.t() @ W) * g[:, None]  # scale the small matrices, never dz itself
-            grad_W = dz @ (h * g[:, None])
-            grad_b = dz @ g
+            grad_h = (dz @ W) * g[:, None]  # scale the small matrices, never dz itself
+            grad_W = dz.t() @ (h * g[:, None])
+            grad_b = g @ dz
         dh, dw, db = ctx.dtypes
         return grad_h.to(dh), grad_W.to(dw), grad_b.to(db), None
 
