@@ -46,10 +46,12 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 # test-lib`, two workers) one thread per worker: two threads each would spin against each other.
 TORCH_THREADS = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
 
-# The files with the longest tests (a results file reproduced, fresh virtual environments, every
-# chapter opened in JupyterLab), put first: with two workers they run beside the others instead of
-# last.
-LONG_FIRST = ("test_results.py", "test_install.py", "test_jupyterlab.py")
+# The files whose tests take longest (fresh virtual environments, a results file reproduced, the
+# tokenizer over the whole corpus, every chapter opened in JupyterLab, Vega under Node.js, two
+# processes), longest first: with two workers they run beside the others instead of last, where
+# one worker would finish them alone.
+LONG_FIRST = ("test_install.py", "test_results.py", "test_tokenizer.py", "test_jupyterlab.py",
+              "test_live.py", "test_ddp.py")
 # Browser modules whose tests share a module-scoped server: one worker runs all of them.
 ONE_WORKER = ("test_jupyterlab.py",)
 # The modules that share a visit per page, in the order their checks of a page run.
@@ -98,9 +100,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def key(indexed: tuple[int, pytest.Item]) -> tuple:
         i, item = indexed
         page = page_of(item)
+        rest = len(LONG_FIRST)
         if page is None:
-            return (item.path.name not in LONG_FIRST, 1, i)
-        return (True, 0, first_seen[page], SHARED_VISIT.index(item.path.name), i)
+            name = item.path.name
+            return (LONG_FIRST.index(name) if name in LONG_FIRST else rest, 1, i)
+        return (rest, 0, first_seen[page], SHARED_VISIT.index(item.path.name), i)
 
     items[:] = [item for _, item in sorted(enumerate(items), key=key)]
 
