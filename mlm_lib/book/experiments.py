@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from mlm_lib.batches import masked_batches
+from mlm_lib.book import which_article
 from mlm_lib.book.book_model import BOOK_RECIPE_32, book_model
 from mlm_lib.book.chapter_runs import (B_KINDS, MicroRun, answered_is_next, chapter_data, score,
                                        train_micro)
@@ -191,6 +192,14 @@ def run_recipe(arm: str, seed: int, steps: int = RECIPE_STEPS) -> dict[str, floa
     return {"mlm_acc": held_out["mlm_acc"], "mlm_loss": held_out["mlm_loss"]}
 
 
+# Chapter 12: which article a sentence is from, on the four read articles and the unread ones.
+FINETUNE_SETTINGS = {"epochs": which_article.EPOCHS, "batch_size": which_article.BATCH_SIZE,
+                     "lr": which_article.LR, "max_length": which_article.MAX_LENGTH,
+                     "read": "the 4 read articles with the most sentences, 70 + 30 of each",
+                     "unread": f"the held-out articles with {which_article.UNREAD_SENTENCES} "
+                               "sentences, 42 + 18 of each"}
+ARTICLE_TOLERANCE = {"read_acc": 0.009, "unread_acc": 0.019}  # one test sentence of 120, of 54
+
 # Tolerances of the reproduction test. Re-running one arm and seed with other fp32 kernels (AVX2
 # instead of AVX-512) or 2 threads instead of 1 moved a continued run's accuracies by 0 and its
 # losses by < 1e-6. A from-scratch run is chaotic where it leaves the plateau: re-runs moved it by
@@ -247,6 +256,23 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                   "valid_fraction": DOMAIN_VALID_FRACTION},
         tolerance={"python_loss": 0.005, "python_acc": 0.002, "wiki_loss": 0.005, "wiki_acc": 0.002},
         cheapest_arm="book model"),
+    Experiment(
+        name="finetune",
+        question="How much does the book's pretrained encoder add over a random one and over "
+                 "itself frozen, on a task of articles it read and of articles it never read? "
+                 "(chapter 12)",
+        arms=which_article.ARMS, run=which_article.short_run_accuracies,
+        cheapest_arm="frozen encoder", settings=FINETUNE_SETTINGS,
+        tolerance=ARTICLE_TOLERANCE),
+    Experiment(
+        name="finetune_long",
+        question="How close does the random encoder come with 180 steps instead of 54, at three "
+                 "learning rates? (chapter 12)",
+        arms=tuple(which_article.LONG_ARMS), run=which_article.long_run_accuracies,
+        cheapest_arm="random encoder, lr 0.002",
+        settings={**FINETUNE_SETTINGS, "epochs": which_article.LONG_EPOCHS,
+                  "lr": dict(which_article.LONG_ARMS)},
+        tolerance=ARTICLE_TOLERANCE),
     Experiment(
         name="task_shapes",
         question="Does the book's pretrained encoder beat a random one on a pair task, a tagging "
