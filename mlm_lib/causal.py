@@ -17,8 +17,7 @@ from typing import Any
 import torch
 
 from mlm_lib.loop import Objective, Sums, evaluate, train_loop
-from mlm_lib.loss import mlm_loss_sum
-from mlm_lib.model import BertForPreTraining, attention_bias
+from mlm_lib.model import BertForPreTraining, attention_bias, masked_nll
 from mlm_lib.optim import build_optimizer
 from mlm_lib.pretraining import PreparedData, PretrainingExample
 
@@ -61,13 +60,17 @@ class NextTokenRun:
 
 def next_token_objective(bias: torch.Tensor) -> Objective:
     """GPT's objective on rows of tokens: predict x_{i+1} at every position i, through the
-    encoder with the attention ``bias``; the MLM head scores the whole vocabulary."""
+    encoder with the attention ``bias``; the MLM head scores the whole vocabulary. Every position
+    but the last is a target, so the loss is the MLM loss's sum with M = all of them, computed by
+    the same :func:`~mlm_lib.model.masked_nll` as BERT's training (no [B, n, V] logits kept)."""
     def objective(model: BertForPreTraining, rows: torch.Tensor) -> tuple[torch.Tensor, Sums]:
-        h = model.bert(rows, attn_bias=bias).last_hidden_state
-        logits = model.cls.mlm_logits(h[:, :-1], model.bert.embeddings.word_embeddings.weight)
-        targets = rows[:, 1:]
-        nll_sum, n = mlm_loss_sum(logits, targets), targets.numel()
-        correct = (logits.argmax(-1) == targets).sum()
+        h = model.bert(rows, attn_bias=bias).last_hidden_state[:, :-1]
+        targets = rows[:, 1:].reshape(-1)
+        nll, predictions = masked_nll(model.cls.transform_hidden(h.reshape(-1, h.size(-1))),
+                                      model.bert.embeddings.word_embeddings.weight,
+                                      model.cls.predictions_bias, targets)
+        nll_sum, n = nll.sum(), targets.numel()
+        correct = (predictions == targets).sum()
         return nll_sum / n, {"loss": (nll_sum, n), "accuracy": (correct, n)}
     return objective
 

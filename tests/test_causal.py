@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mlm_lib.causal import (check_model_fits, generate_left_to_right, token_windows,
-                            train_next_token)
+from mlm_lib.causal import (check_model_fits, generate_left_to_right, next_token_objective,
+                            token_windows, train_next_token)
+from mlm_lib.loss import mlm_loss_sum
 from mlm_lib.model import BertConfig, BertForPreTraining, attention_bias
+from mlm_lib.numerics import assert_same_function
 from mlm_lib.pretraining import PreparedData
 from toy_data import toy_data
 
@@ -33,6 +35,29 @@ def test_attention_bias_causal_and_bidirectional():
     assert bool((causal[0, 0][upper] < -1e30).all()) and bool((causal[0, 0][~upper] == 0).all())
     with pytest.raises(ValueError, match="seq_len"):
         attention_bias(0, causal=True)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_next_token_objective_is_the_loss_of_every_next_token(data, causal):
+    """The fused objective against the plain one: full [B, n-1, V] logits, the summed log-loss of
+    each next token, the arg-max; the same values and gradients to rounding."""
+    model = small_model(data.tokenizer.vocab_size)
+    rows = token_windows(data.train_examples, data.tokenizer.special_ids, 8)[:6]
+    bias = attention_bias(8, causal)
+    loss, sums = next_token_objective(bias)(model, rows)
+    grads = torch.autograd.grad(loss, list(model.parameters()), allow_unused=True)
+    h = model.bert(rows, attn_bias=bias).last_hidden_state[:, :-1]
+    logits = model.cls.mlm_logits(h, model.bert.embeddings.word_embeddings.weight)
+    targets = rows[:, 1:]
+    plain = mlm_loss_sum(logits, targets) / targets.numel()
+    plain_grads = torch.autograd.grad(plain, list(model.parameters()), allow_unused=True)
+    assert_same_function(loss, plain, "loss")
+    assert sums["loss"][1] == sums["accuracy"][1] == targets.numel()
+    assert int(sums["accuracy"][0]) == int((logits.argmax(-1) == targets).sum())
+    for (name, _), g, expected in zip(model.named_parameters(), grads, plain_grads):
+        assert (g is None) == (expected is None), name
+        if g is not None:
+            assert_same_function(g, expected, name)
 
 
 def test_next_token_training_learns_logs_every_ten_steps_and_leaves_the_model(data):
