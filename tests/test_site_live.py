@@ -12,6 +12,7 @@ model control, which answers in the browser, needs none).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -91,14 +92,21 @@ def labels_of_controls(page) -> list[str]:
         "es => es.map(e => (e.closest('label') ? e.closest('label').innerText : '').trim())")
 
 
+def sweep_sliders(page, expected: Callable[..., dict[str, list[str]]],
+                  settings: list[dict[str, float]]) -> None:
+    """Move the chart's sliders to each setting in turn (slider name -> value) and compare the
+    chart with ``expected`` of the values they landed on; then every control must have a label."""
+    for setting in settings:
+        agree(page, expected(*(set_range(page, name, v) for name, v in setting.items())))
+    assert all(labels_of_controls(page))
+
+
 @pytest.mark.on_page("notebooks/00_how_to_read.html")
 def test_p_hill_chart(open_chart):
     ns, _ = load("p_hill")
     page = open_chart("00_how_to_read")
     agree(page, expected_p_hill(ns, float(page.input_value('.live-chart input[name="log10_p_hill"]'))))
-    for x in (-1.5, -4):
-        agree(page, expected_p_hill(ns, set_range(page, "log10_p_hill", x)))
-    assert all(labels_of_controls(page))
+    sweep_sliders(page, lambda x: expected_p_hill(ns, x), [{"log10_p_hill": x} for x in (-1.5, -4)])
 
 
 @pytest.mark.on_page("notebooks/01_words_and_symbols.html")
@@ -106,18 +114,15 @@ def test_masked_set_chart(open_chart):
     ns, _ = load("masked")
     page = open_chart("01_words_and_symbols")
     agree(page, expected_masked(ns, 0.3, 5))
-    for rate, seed in ((0.15, 17), (0.8, 0)):
-        agree(page, expected_masked(ns, set_range(page, "rate", rate), int(set_range(page, "seed", seed))))
-    assert all(labels_of_controls(page))
+    sweep_sliders(page, lambda rate, seed: expected_masked(ns, rate, int(seed)),
+                  [{"rate": 0.15, "seed": 17}, {"rate": 0.8, "seed": 0}])
 
 
 @pytest.mark.on_page("notebooks/02_vocabulary_softmax.html")
 def test_temperature_chart(open_chart):
     ns, _ = load("temperature")
     page = open_chart("02_vocabulary_softmax")
-    for T in (1.0, 0.1, 0.3, 4.7):
-        agree(page, expected_temperature(ns, set_range(page, "T", T)))
-    assert all(labels_of_controls(page))
+    sweep_sliders(page, lambda T: expected_temperature(ns, T), [{"T": T} for T in (1.0, 0.1, 0.3, 4.7)])
 
 
 @pytest.mark.on_page("notebooks/03_the_log.html")
