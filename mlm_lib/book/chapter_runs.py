@@ -182,7 +182,7 @@ def answered_is_next(model: BertForPreTraining, tokenizer: Any, docs: Sequence[D
 
 # ---------------------------------------------------------------- chapter 12's labelled task
 
-def _usable_sentences(document: Document, min_words: int) -> list[str]:
+def usable_sentences(document: Document, min_words: int) -> list[str]:
     """The article's distinct sentences of at least ``min_words`` words (a sentence repeated
     inside the article would be an easy duplicate across the split)."""
     return sorted({s for s in document.sentences if len(s.split()) >= min_words})
@@ -195,7 +195,7 @@ def _choose_articles(documents: Sequence[Document], titles: Sequence[str] | None
     if titles is None:
         if num_articles < 2:
             raise ValueError(f"num_articles must be at least 2 for a classification task, got {num_articles}")
-        ranked = sorted(documents, key=lambda d: (-len(_usable_sentences(d, min_words)), d.title))
+        ranked = sorted(documents, key=lambda d: (-len(usable_sentences(d, min_words)), d.title))
         chosen = ranked[:num_articles]
         if len(chosen) < num_articles:
             raise ValueError(f"asked for {num_articles} articles, the corpus has {len(chosen)}")
@@ -231,7 +231,7 @@ def article_task(documents: Sequence[Document], titles: Sequence[str] | None = N
     train_part: tuple[list[str], list[int]] = ([], [])
     test_part: tuple[list[str], list[int]] = ([], [])
     for label, d in enumerate(chosen):
-        pool = _usable_sentences(d, min_words)
+        pool = usable_sentences(d, min_words)
         if len(pool) < per_article:
             raise ValueError(f"article {d.title!r} has {len(pool)} sentences of at least "
                              f"{min_words} words; per_article={per_article} is too many")

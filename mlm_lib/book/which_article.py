@@ -15,10 +15,10 @@ from __future__ import annotations
 import functools
 
 from mlm_lib.book.book_model import book_model, book_model_tokenizer
-from mlm_lib.book.chapter_runs import article_task
-from mlm_lib.corpus import load_wikipedia, train_valid_split
+from mlm_lib.book.chapter_runs import article_task, usable_sentences
+from mlm_lib.book.task_shapes import read_and_unread
+from mlm_lib.corpus import load_wikipedia
 from mlm_lib.finetune import BertClassifier, FinetuneConfig, LabelledSet, finetune
-from mlm_lib.pretraining import SPLIT_SEED, VALID_FRACTION
 
 ARMS = ("pretrained encoder", "random encoder", "frozen encoder")
 # The chapter's recipe: 3 epochs of at most 16 sentences (54 steps on the read articles), at a
@@ -40,9 +40,8 @@ def read_task() -> tuple[LabelledSet, LabelledSet]:
 
 def unread_titles() -> list[str]:
     """The articles pretraining held out that have UNREAD_SENTENCES usable sentences."""
-    _, held = train_valid_split(load_wikipedia(), valid_fraction=VALID_FRACTION, seed=SPLIT_SEED)
-    return [d.title for d in held
-            if len({s for s in d.sentences if len(s.split()) >= MIN_WORDS}) >= UNREAD_SENTENCES]
+    return [d.title for d in read_and_unread()[1]
+            if len(usable_sentences(d, MIN_WORDS)) >= UNREAD_SENTENCES]
 
 
 @functools.lru_cache(maxsize=1)
