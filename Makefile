@@ -19,7 +19,7 @@ SITE_MODEL := $(VENDOR)/model/book-model.onnx
 NODE_MODULES := node_modules/.package-lock.json
 # Where pip takes torch from: empty for pip's default index (the CUDA build on Linux, the CPU/MPS
 # build on macOS); https://download.pytorch.org/whl/cpu on a CPU-only Linux machine, whose public
-# default is the multi-GB CUDA build (the CI workflows set it). Exported: tests/test_install.py
+# default is the multi-GB CUDA build (the CI workflows set it). Exported: tests/lib/test_install.py
 # installs torch into its fresh environments from the same place.
 TORCH_INDEX_URL ?=
 export TORCH_INDEX_URL
@@ -38,7 +38,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # each.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup book execute test test-lib test-slow test-notebooks test-browser test-site screenshots browser lab serve clean
+.PHONY: setup book execute test test-lib test-book test-python test-slow test-notebooks test-browser test-site screenshots browser lab serve clean
 
 setup: $(STAMP) $(VENDOR)/.copied $(SITE_MODEL)
 
@@ -60,7 +60,7 @@ $(STAMP): requirements.txt requirements-test.txt pyproject.toml
 	touch $@
 
 # The npm packages of package.json (package-lock.json): what the site serves, axe-core for the
-# browser tests, and Vega and Vega-Lite, which tests/test_live.py runs under Node.js.
+# browser tests, and Vega and Vega-Lite, which tests/book/test_live.py runs under Node.js.
 $(NODE_MODULES): package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
@@ -94,7 +94,7 @@ book: setup
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	@echo "The site is in _build/html/index.html (serve it with: make serve)"
 
-# Re-execute chapters in place and stamp them (tests/test_notebooks.py checks the stamps).
+# Re-execute chapters in place and stamp them (tests/content/test_notebooks.py checks the stamps).
 # NB=notebooks/07_inside_bert.ipynb executes one chapter; the default is all of them.
 execute: setup
 	$(PY) scripts/execute_notebooks.py $(NB)
@@ -103,7 +103,10 @@ execute: setup
 browser:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
-BROWSER_TESTS := tests/test_site.py tests/test_site_live.py tests/test_site_model.py tests/test_jupyterlab.py
+# The tests by area: tests/lib (mlm_lib, the reusable BERT), tests/book (mlm_lib.book, the book's
+# machinery), tests/content (the chapters, the question bank, the prose), tests/site (the built site,
+# in chromium and JupyterLab).
+BROWSER_TESTS := tests/site
 # nbval: the one executor of the chapters in the tests. Its kernel client polls synchronously,
 # so the lost asyncio wake-up that once stalled the site build (benchmarks/execution_soak.py)
 # cannot happen here; a cell that takes over five minutes fails rather than waiting forever.
@@ -119,11 +122,21 @@ NBVAL := $(BIN)/pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tes
 	--nbval-cell-timeout=300 -p no:cacheprovider -n 2 --dist loadfile --no-loadscope-reorder -q --durations=15 $(NB_ORDER)
 
 # Two workers (pytest-xdist), one per core, each taking a whole file (its module fixtures built
-# once): the long reproduction and install tests (conftest.LONG_FIRST) run beside the rest. The
-# tests marked slow (the recipe's 800-step reproduction, whose first 100 steps test-lib checks)
-# run in test-slow.
-test-lib: setup $(NODE_MODULES)
-	$(BIN)/pytest tests $(addprefix --ignore=,$(BROWSER_TESTS)) -m "not slow" -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+# once): the long reproduction and install tests (tests/conftest.py's LONG_FIRST) run beside the
+# rest. The tests marked slow (the recipe's 800-step reproduction, whose first 100 steps
+# tests/book checks) run in test-slow. test-lib needs only the Python environment (no npm, no
+# export of the site's model); test-book needs both (Vega under Node.js, the browser model).
+PYTEST_2 := $(BIN)/pytest -m "not slow" -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+test-lib: $(STAMP)
+	$(PYTEST_2) tests/lib
+
+test-book: setup
+	$(PYTEST_2) tests/book tests/content
+
+# What `make test` runs between the browser and the chapters: test-lib and test-book in one run,
+# so that the two workers share the long files of both.
+test-python: setup
+	$(PYTEST_2) tests/lib tests/book tests/content
 
 test-slow: $(STAMP)
 	$(BIN)/pytest tests -m slow -q --durations=5
@@ -139,7 +152,7 @@ test-site: book test-browser
 
 # Every page in light, dark and at phone width, in _build/screenshots (checks nothing; CI keeps them).
 screenshots: browser
-	$(BIN)/pytest tests/screenshots.py -q -p no:cacheprovider
+	$(BIN)/pytest tests/site/screenshots.py -q -p no:cacheprovider
 
 # Every stage runs (a failure does not hide the others) and its time is printed at the end. Set-up
 # runs its independent parts at once (pip, npm ci, chromium from apt: mostly downloads).
@@ -147,7 +160,7 @@ test:
 	@scripts/stages.sh "set-up" $(MAKE) --no-print-directory -j 3 setup browser \
 	  && scripts/stages.sh "build" $(MAKE) --no-print-directory book; \
 	scripts/stages.sh "browser test" $(MAKE) --no-print-directory test-browser; \
-	scripts/stages.sh "library tests" $(MAKE) --no-print-directory test-lib; \
+	scripts/stages.sh "library and book tests" $(MAKE) --no-print-directory test-python; \
 	scripts/stages.sh "notebooks" $(MAKE) --no-print-directory test-notebooks; \
 	scripts/stages.sh --summary
 

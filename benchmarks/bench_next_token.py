@@ -3,7 +3,7 @@ against the plain one (full [B, n-1, V] logits, then the summed log-loss).
 
 One forward and backward of GPT's objective on the book's model, 32 windows of 32 tokens (the
 chapter's batch): 992 targets, each scored over the 8,000-piece vocabulary. Both compute the same
-loss (the script checks it to 1e-5, and ``tests/test_causal.py`` checks values and gradients to
+loss (the script checks it to 1e-5, and ``tests/lib/test_causal.py`` checks values and gradients to
 rounding); the library's keeps no logits and makes two passes over the scores instead of six or so.
 
 Usage: python benchmarks/bench_next_token.py [--rounds 15] [--threads 1]

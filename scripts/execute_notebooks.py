@@ -9,7 +9,7 @@ This script is how an author refreshes those outputs after changing a chapter or
 
 Each executed notebook gets `metadata.fill_in_the_blank.executed`: a hash of its code cells and
 a hash of every `mlm_lib` file the kernel imported (plus the library's assets: the book's model,
-its vocabulary, the results files and the chapter's own recall items). `tests/test_notebooks.py`
+its vocabulary, the results files and the chapter's own recall items). `tests/content/test_notebooks.py`
 recomputes both and fails when a chapter's outputs are older than its code or than the library
 under it, so the site can never show stale outputs.
 """

@@ -2,7 +2,7 @@
 
 Math, code (fenced blocks and inline spans), HTML tags, folded ``<details>`` blocks, MyST
 directives and link targets are not prose, so they are not counted. The book's word budget
-(tests/test_word_budget.py) is written in this count.
+(tests/content/test_word_budget.py) is written in this count.
 """
 from __future__ import annotations
 

@@ -179,7 +179,7 @@ def is_next_metric(kind: str) -> str:
 
 def run_recipe(arm: str, seed: int, steps: int = RECIPE_STEPS) -> dict[str, float]:
     """One arm of the recipe experiment, stopped after ``steps`` of the 6,000-step schedule (fewer
-    than RECIPE_STEPS: the same run's first steps, which tests/test_results.py checks quickly)."""
+    than RECIPE_STEPS: the same run's first steps, which tests/book/test_results.py checks quickly)."""
     change = dict(RECIPE_ARMS[arm])
     model_change = change.pop("model", {})
     cfg = TrainConfig(**{**BOOK_RECIPE_32, "model": {**BOOK_RECIPE_32["model"], **model_change},

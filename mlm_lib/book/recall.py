@@ -35,7 +35,7 @@ the widget's ``data-recall`` attribute, the Anki deck's tags and the site's scri
 the site's scripts count choices without naming any kind.
 
 Any item may also say where its numbers come from, for the test that every number in an item is
-one a chapter printed (``tests/test_prose_numbers.py``): ``given`` lists numbers the question
+one a chapter printed (``tests/content/test_prose_numbers.py``): ``given`` lists numbers the question
 itself sets (a hypothetical probability); ``worked`` maps a number to the arithmetic that gives it
 (a Python expression over ``math``, checked here to round to the number as written);
 ``cited`` maps a key of ``book/references.bib`` to the numbers quoted from that source; and

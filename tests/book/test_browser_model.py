@@ -25,7 +25,7 @@ from mlm_lib.model import attention_bias
 from mlm_lib.numerics import max_diff, tolerance
 
 # Where `make setup` exports the model for the site (the Makefile's SITE_MODEL folder).
-SITE_EXPORT = Path(__file__).resolve().parents[1] / "book" / "vendor" / "model"
+SITE_EXPORT = Path(__file__).resolve().parents[2] / "book" / "vendor" / "model"
 # Log-probabilities of 8,000 words pass through exp and a sum of 8,000 terms: the library's
 # tolerance (mlm_lib.numerics) is derived for sums of up to 1,536 terms, so allow the ratio more.
 LOG_PROB_ULPS = 256 * 8

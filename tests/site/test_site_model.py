@@ -16,7 +16,7 @@ import re
 import pytest
 import torch
 
-from conftest import DESKTOP, move_control
+from browser import DESKTOP, move_control
 from mlm_lib.book.book_model import book_model, book_model_tokenizer
 from mlm_lib.book.chapter_models import load_chapter_model
 from mlm_lib.corpus import load_wikipedia, train_valid_split

@@ -10,7 +10,7 @@ import pytest
 
 from mlm_lib.book.model_controls import KINDS, control_html
 
-SCRIPT = Path(__file__).resolve().parents[1] / "book" / "static" / "bert-live.js"
+SCRIPT = Path(__file__).resolve().parents[2] / "book" / "static" / "bert-live.js"
 
 
 def test_the_settings_travel_as_inert_json():

@@ -15,7 +15,7 @@ import yaml
 
 from mlm_lib.book import recall
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_page_items_lists_every_widget_in_order():

@@ -21,7 +21,7 @@ import yaml
 from mlm_lib.book import recall
 from mlm_lib.book.results import load_results
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 # A prose number: 0.234, 1,024.5, 15%, 15.3 %. Not part of a dotted version (2.13.0).

@@ -91,7 +91,7 @@ REPRODUCED_IN = {"corruption": "06_corrupting_the_input", "leak": "07_inside_ber
                  "domain": "12_fine_tuning", "finetune": "12_fine_tuning",
                  "finetune_long": "12_fine_tuning", "task_shapes": "13_task_shapes",
                  "electra": "15_after_mlm"}
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
 def reproduction_cells(chapter: str, experiment: str) -> list[tuple[list[str], str]]:

@@ -26,7 +26,7 @@ from mlm_lib.tokenizer import (BasicTokenizer, SPECIAL_TOKENS, WordPieceTokenize
                                checkpoint_tokenizer)
 from mlm_lib.wordpiece import train_wordpiece
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 HARD = [
     "", " ", "   \t\n  ", "\u00a0\u2003", "Héllo Wörld, naïve café! Ångström ÉCOLE",

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
-from conftest import move_control
+from browser import move_control
 from live_reference import (expected_masked, expected_masked_sum, expected_p_hill, expected_sgd,
                             expected_softmax, expected_temperature, load, mismatches)
 

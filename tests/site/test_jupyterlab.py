@@ -30,7 +30,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from recall_anki import chapter_outputs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 TOKEN = "fill-in-the-blank-test"
 # Every cell attached at once. JupyterLab's default ("contentVisibility") draws a cell's outputs as

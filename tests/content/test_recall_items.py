@@ -1,4 +1,4 @@
-"""What the recall items ask, not only how they are written (tests/test_recall.py checks the
+"""What the recall items ask, not only how they are written (tests/book/test_recall.py checks the
 format): true-or-false answers that a reader cannot guess by always saying "false", predict-then-run
 items placed right before the experiment they ask about, enough multiple-choice items, find-the-bug
 items that show the code, and a gym that asks each trap in a new context instead of repeating the
@@ -17,7 +17,7 @@ from mlm_lib.book import recall
 
 pytest.importorskip("yaml")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = {p.stem: p for p in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
 ITEMS = recall.load_items()
 

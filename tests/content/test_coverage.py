@@ -16,7 +16,7 @@ import yaml
 
 from mlm_lib.book.recall import load_items, recall
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "book" / "coverage.yml"
 GYM = ROOT / "book" / "gym.md"
 

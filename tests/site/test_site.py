@@ -27,7 +27,7 @@ import pytest
 from playwright.sync_api import BrowserContext, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from conftest import DESKTOP, SITE, WIDGET_VIEW, Visit, built_site, node_package, open_page
+from browser import DESKTOP, SITE, WIDGET_VIEW, Visit, built_site, node_package, open_page
 
 SKIP_PAGES = {"genindex.html", "search.html"}  # Sphinx's generated index and search pages
 AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]

@@ -6,7 +6,7 @@ import importlib.util
 import math
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 def _load(name: str):

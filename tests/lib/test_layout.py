@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "mlm_lib"
+PACKAGE = Path(__file__).resolve().parents[2] / "mlm_lib"
 MAY_IMPORT_BOOK = {"__main__"}
 
 

@@ -9,7 +9,7 @@ import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "mlm_lib" / "book"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import BUILD, DESKTOP, open_page
+from browser import BUILD, DESKTOP, open_page
 from test_site import PAGES, PHONE, _set_theme
 
 SHOTS = BUILD / "screenshots"
