@@ -34,8 +34,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # Set-up installs without compiling (--no-compile below), so each module is compiled when first
 # imported and its bytecode cached for every later process. A PYTHONDONTWRITEBYTECODE inherited
 # from the machine would forbid that cache: every process (each chapter's kernel, each pytest
-# worker, JupyterLab) would compile torch, transformers and Jupyter from source again, about 8 s
-# each.
+# worker, JupyterLab) would compile torch, transformers and Jupyter from source again.
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup book execute test test-lib test-book test-python test-slow test-notebooks test-browser test-site screenshots browser lab serve clean
@@ -111,9 +110,8 @@ BROWSER_TESTS := tests/site
 # so the lost asyncio wake-up that once stalled the site build (benchmarks/execution_soak.py)
 # cannot happen here; a cell that takes over five minutes fails rather than waiting forever.
 # Two chapters at a time (pytest-xdist, a whole chapter per worker), each kernel on one thread:
-# the chapters' small models gain little from a second thread (a 60-step run took 8.4 s on two
-# threads, 11.1 s on one), so two one-thread kernels finish the chapters sooner than one
-# two-thread kernel. The chapters are handed out longest first (by the cell times recorded at
+# the chapters' small models gain little from a second thread, so two
+# one-thread kernels finish the chapters sooner than one two-thread kernel. The chapters are handed out longest first (by the cell times recorded at
 # `make execute`; --no-loadscope-reorder keeps that order), so the short ones fill the end.
 # Chapters 11 and 12 save the models they train into a temporary folder (MLM_BOOK_CHAPTER_MODELS),
 # not over the committed files: one thread rounds differently from the two they were made with.

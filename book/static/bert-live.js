@@ -10,9 +10,7 @@
   var here = document.currentScript ? document.currentScript.src : document.baseURI;
   var STATIC = new URL("./", here).href;
   var MODEL = STATIC + "model/";
-  var MAX_POSITIONS = 64;   // the book's model (its config); the tokenizer's config says so too
   var NEG = -3.4028234663852886e38;  // torch.finfo(float32).min: a key that may not be read
-  var SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
 
   // ------------------------------------------------------------------ loading, once per page
   var tokenizers = {};   // vocabulary name -> Promise of {encode, vocab}
@@ -65,6 +63,11 @@
         return {
           vocab: vocab,
           ids: parts[1].model.vocab,
+          // What mlm_lib.book.browser_model wrote from the checkpoint: the model's positions
+          // (model_max_length) and the special pieces ([PAD], [UNK], [CLS], [SEP], [MASK]).
+          maxPositions: parts[2].model_max_length,
+          special: parts[1].added_tokens.filter(function (a) { return a.special; })
+                                         .map(function (a) { return a.content; }),
           encode: function (text, pair) {
             var e = tok.encode(text, { text_pair: pair === undefined ? null : pair, return_token_type_ids: true });
             var types = e.token_type_ids || e.ids.map(function () { return 0; });
@@ -242,14 +245,14 @@
 
   function bannedIds(tok) {
     var banned = {};
-    SPECIAL.forEach(function (t) { if (tok.ids[t] !== undefined) banned[tok.ids[t]] = true; });
+    tok.special.forEach(function (t) { banned[tok.ids[t]] = true; });
     return banned;
   }
 
   // Checks every control shares: an answer the reader can act on, never an exception.
-  function checkLength(enc) {
-    if (enc.ids.length > MAX_POSITIONS) {
-      throw new Error(enc.ids.length + " tokens: the book's model reads at most " + MAX_POSITIONS +
+  function checkLength(tok, enc) {
+    if (enc.ids.length > tok.maxPositions) {
+      throw new Error(enc.ids.length + " tokens: the book's model reads at most " + tok.maxPositions +
                       " ([CLS] and [SEP] included); shorten the text");
     }
   }
@@ -259,7 +262,7 @@
     var t = box.querySelector("input").value;
     if (!t.trim()) throw new Error("the box is empty: type " + what);
     var enc = tok.encode(t);
-    if (!longOk) checkLength(enc);
+    if (!longOk) checkLength(tok, enc);
     enc.text = t;
     return enc;
   }
@@ -371,12 +374,16 @@
   };
 
   // Chapters 1, 2 and 5: click tokens into M; x\M, the guesses, P(x_i), each term and L.
+  // The kernel's control in chapter 1 says the same (its buttons for these two are off too).
+  var SPECIALS_NOT_IN_M = "[CLS] and [SEP] cannot be hidden: they mark where the input starts and " +
+                          "ends, and BERT never puts them in M.";
   KINDS["blank"] = function (s, ui) {
     var text = textBox(s.text, "Sentence"), chosen = {};
     (s.chosen || []).forEach(function (i) { chosen[i] = true; });
     var buttons = el("div", { class: "bert-live-tokens", role: "group", "aria-label": "Tokens: press to put in M" });
     var temp = s.temperature ? slider("Temperature", 0.25, 4, 0.25, 1) : null;
-    ui.controls(temp ? [text, buttons, temp] : [text, buttons]);
+    var why = el("p", { class: "bert-live-note", text: SPECIALS_NOT_IN_M });
+    ui.controls(temp ? [text, buttons, why, temp] : [text, buttons, why]);
     var lastText = null, drawn = null;
     function drawButtons(tokens) {
       var key = tokens.join(" ");
@@ -389,7 +396,7 @@
       tokens.forEach(function (t, i) {
         var special = t === "[CLS]" || t === "[SEP]";
         var b = el("button", { type: "button", "aria-pressed": String(!!chosen[i]), text: i + ": " + t });
-        if (special) b.disabled = true;
+        if (special) { b.disabled = true; b.title = SPECIALS_NOT_IN_M; }
         b.addEventListener("click", function () { chosen[i] = !chosen[i]; ui.update(); });
         buttons.appendChild(b);
       });
@@ -469,8 +476,8 @@
         var enc = readSentence(tok, text, "the start of a sentence", true), t = enc.text;
         var n = +length.querySelector("input").value, banned = bannedIds(tok);
         var ids = enc.ids.slice(0, -1), out = [];
-        if (ids.length + n + 2 > MAX_POSITIONS) {
-          throw new Error("the prompt and " + n + " pieces need more than the model's " + MAX_POSITIONS + " positions");
+        if (ids.length + n + 2 > tok.maxPositions) {
+          throw new Error("the prompt and " + n + " pieces need more than the model's " + tok.maxPositions + " positions");
         }
         function step() {
           if (out.length === n) return Promise.resolve(out);
@@ -506,12 +513,12 @@
       return tokenizer().then(function (tok) {
         var enc = readSentence(tok, text, "a sentence");
         var draw = mulberry32(+seed.querySelector("input").value), r = +rate.querySelector("input").value;
-        var ids = enc.ids.slice(), kinds = {}, ordinary = tok.vocab.length - SPECIAL.length;
+        var ids = enc.ids.slice(), kinds = {}, ordinary = tok.vocab.length - tok.special.length;
         enc.tokens.forEach(function (tk, i) {
           var inM = draw() < r, coin = draw(), pick = draw();
-          if (SPECIAL.indexOf(tk) >= 0 || !inM) return;
+          if (tok.special.indexOf(tk) >= 0 || !inM) return;
           if (coin < 0.8) { ids[i] = tok.ids["[MASK]"]; kinds[i] = "[MASK]"; }
-          else if (coin < 0.9) { ids[i] = SPECIAL.length + Math.floor(pick * ordinary); kinds[i] = "random"; }
+          else if (coin < 0.9) { ids[i] = tok.special.length + Math.floor(pick * ordinary); kinds[i] = "random"; }
           else kinds[i] = "kept";
         });
         var M = Object.keys(kinds).map(Number);
@@ -553,7 +560,7 @@
                    status: "Guess first: the answer is computed in your browser once you have." };
         }
         var enc = tok.encode(pair.a, pair.b);
-        checkLength(enc);
+        checkLength(tok, enc);
         return run(enc, false, "nsp").then(function (out) {
           var e = out.nsp.map(Math.exp), pNext = e[0] / (e[0] + e[1]);
           return { nodes: shown.concat([
