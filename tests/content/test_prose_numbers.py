@@ -2,10 +2,13 @@
 
 Every number with a decimal point or a percent sign in a chapter's Markdown, and in the recall
 items it shows (with the gym's items on the questions it demonstrates), must be one the
-chapter printed (at the precision written, or as a percentage of a printed fraction), or a
-number of a results file the chapter loads, or a number printed by a chapter the sentence links
-to. Sentences that cite a source (``{cite}``) and the constants listed below are exempt. A number
-that is derived (a gap, a ratio) must therefore be printed by the cell it comes from.
+chapter printed in a cell that nbval checks (tagged ``nbval-check-output``; at the precision
+written, or as a percentage of a printed fraction), or a number of a results file the chapter
+loads, or a number printed in a checked cell of a chapter the sentence links to. Sentences that
+cite a source (``{cite}``) and the constants listed below are exempt. A number that is derived (a
+gap, a ratio) must therefore be printed by the cell it comes from, and a number that a live run
+prints to the last digit, which differs from one CPU to another, cannot be quoted: print it at the
+precision that holds on every CPU, in a checked cell, or quote a results file.
 """
 
 from __future__ import annotations
@@ -46,10 +49,14 @@ CONSTANTS = {
 }
 
 
+CHECKED = "nbval-check-output"  # the tag of the cells whose outputs nbval compares
+
+
 def _outputs(nb: dict) -> str:
+    """The text of the outputs nbval checks (the other cells' digits may differ by CPU)."""
     parts = []
     for cell in nb["cells"]:
-        if cell["cell_type"] != "code":
+        if cell["cell_type"] != "code" or CHECKED not in cell.get("metadata", {}).get("tags", []):
             continue
         for out in cell.get("outputs", []):
             if "text" in out:
@@ -139,6 +146,22 @@ def test_every_number_in_the_prose_was_printed(path):
     bad = unsupported_numbers(path)
     assert not bad, "numbers in the prose that no output shows:\n" + "\n".join(
         f"  cell {i}: {n!r} in: {s}" for i, n, s in bad)
+
+
+def test_a_number_printed_only_by_an_unchecked_cell_is_caught(tmp_path):
+    """The prose quotes a number that a cell prints, but nbval does not check that cell."""
+    source = ROOT / "notebooks" / "06_corrupting_the_input.ipynb"
+    nb = json.loads(source.read_text())
+    unchecked = {"cell_type": "code", "metadata": {}, "source": ["print(0.4375)"], "execution_count": 1,
+                 "outputs": [{"output_type": "stream", "name": "stdout", "text": ["0.4375\n"]}]}
+    quoting = {"cell_type": "markdown", "metadata": {}, "source": ["It restored 0.4375 of them."]}
+    nb["cells"] += [unchecked, quoting]
+    planted = tmp_path / source.name
+    planted.write_text(json.dumps(nb))
+    assert {n for _, n, _ in unsupported_numbers(planted)} == {"0.4375"}
+    unchecked["metadata"]["tags"] = [CHECKED]
+    planted.write_text(json.dumps(nb))
+    assert not unsupported_numbers(planted)
 
 
 def test_a_planted_mismatch_is_caught(tmp_path):
