@@ -272,6 +272,68 @@ def test_fits_a_phone(visit):
     assert overflow <= 1, f"{visit.rel}: the page is {overflow}px wider than a phone screen"
 
 
+# Elements of the article that stay on screen while it scrolls (fixed or sticky), and, at points
+# of each, whatever content lies under it: a heading, text, code, a figure, a table, an output.
+COVERED_JS = r"""
+() => {
+  const article = document.querySelector('.bd-article') || document.querySelector('main');
+  const floating = Array.from(article.querySelectorAll('*')).filter(e =>
+    ['fixed', 'sticky'].includes(getComputedStyle(e).position));
+  const content = 'p, li, pre, code, img, svg, table, figure, h1, h2, h3, h4, .cell_output, mjx-container';
+  const found = [];
+  for (const e of floating) {
+    const r = e.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0 || r.bottom < 0 || r.top > innerHeight) continue;
+    for (const [x, y] of [[r.left + 2, r.top + 2], [r.right - 2, r.top + 2], [r.left + 2, r.bottom - 2],
+                          [r.right - 2, r.bottom - 2], [(r.left + r.right) / 2, (r.top + r.bottom) / 2]]) {
+      const under = document.elementsFromPoint(x, y).find(u => !e.contains(u) && !u.contains(e)
+                                                          && u.closest(content));
+      if (under) { found.push(`${e.className || e.tagName} over ${under.closest(content).tagName}`); break; }
+    }
+  }
+  return found;
+}
+"""
+
+
+def _covered_while_scrolling(page: Page) -> list[str]:
+    """Scroll the page a screen at a time, top to bottom, and collect what covers content."""
+    found: list[str] = []
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    step = page.evaluate("() => innerHeight")
+    for y in range(0, height, step):
+        page.evaluate("y => window.scrollTo(0, y)", y)
+        found += [f"at {y}px: {f}" for f in page.evaluate(COVERED_JS)]
+    page.evaluate("() => window.scrollTo(0, 0)")
+    return found
+
+
+def test_nothing_of_the_book_covers_the_content(visit):
+    """No element of the article stays on screen over the text, figures or code as the reader
+    scrolls, at desktop width and at a phone's."""
+    page = visit.page
+    try:
+        covered = _covered_while_scrolling(page)
+        page.set_viewport_size(PHONE)
+        page.wait_for_timeout(200)
+        covered += [f"phone {c}" for c in _covered_while_scrolling(page)]
+    finally:
+        page.set_viewport_size(DESKTOP)
+    assert not covered, f"{visit.rel}: content covered while scrolling: {covered[:5]}"
+
+
+def test_the_covering_check_sees_a_planted_sticky_box(browser):
+    """The check above, on a page made to fail: a sticky box over a paragraph."""
+    page = browser.new_page(viewport=DESKTOP)
+    try:
+        page.set_content("<main><article class='bd-article'>"
+                         "<div style='position: sticky; top: 0; height: 3em; background: #fff'>score</div>"
+                         + "<p>text of the chapter</p>" * 200 + "</article></main>")
+        assert _covered_while_scrolling(page)
+    finally:
+        page.close()
+
+
 def test_no_console_error_or_failed_request(visit):
     """Over the visit so far (loading, the checks above, every click): nothing left the machine
     (the site must work offline), no request failed, nothing was logged as an error. The model
