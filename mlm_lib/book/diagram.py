@@ -5,11 +5,16 @@ JavaScript): the three embeddings summed at the bottom, the stack of L post-LN l
 the top the two heads, the MLM head at every position of M and the pooler with the NSP head at
 [CLS]. Given ``compare`` (another config), the numbers that differ from it are drawn in colour,
 so the book's model and BERT-base can be read side by side.
+
+``flow_diagram(stages, title)`` draws one sentence's path through the model, a box per stage with
+its tensor's shape and a few of the values a chapter computed (chapter 14).
 """
 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
 from html import escape
 
 from mlm_lib.model import BertConfig, parameter_counts
@@ -144,3 +149,54 @@ def bert_diagram(config: BertConfig, title: str, compare: BertConfig | None = No
     return (f"<svg xmlns='http://www.w3.org/2000/svg' role='img' aria-label='{label}' "
             f"viewBox='0 0 {WIDTH} {height + 26}' width='{WIDTH}'><title>{label}</title>{marker}"
             + "".join(parts).replace("#ARROW", "#" + arrow) + "</svg>")
+
+
+# ---------------------------------------------------------------- one sentence through the model
+FLOW_WIDTH, FLOW_BOX_H, FLOW_GAP = 640, 46, 16
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of a sentence through the model: what it is, the shape of its tensor, and a few of
+    its actual values (as the chapter printed them)."""
+    name: str
+    shape: tuple[int, ...]
+    values: str
+
+
+def _shape(shape: tuple[int, ...]) -> str:
+    return "scalar" if not shape else "[" + ", ".join(f"{s:,}" for s in shape) + "]"
+
+
+def flow_diagram(stages: Sequence[Stage], title: str) -> str:
+    """An SVG of ``stages`` from bottom (the text) to top (the loss), one box each with its name,
+    its tensor's shape and a few of its values: the path of one sentence through the model, drawn
+    from the numbers a chapter computed, so the drawing cannot drift from them."""
+    if not stages:
+        raise ValueError("flow_diagram needs at least one stage")
+    top = 30
+    height = top + len(stages) * (FLOW_BOX_H + FLOW_GAP) - FLOW_GAP + 6
+    w = FLOW_WIDTH - 2 * LEFT
+    parts = [f"<text x='{FLOW_WIDTH / 2}' y='18' text-anchor='middle' fill='{TEXT_COLOR}' {FAMILY} "
+             f"font-size='14' font-weight='bold'>{escape(title)}</text>"]
+    for k, stage in enumerate(reversed(stages)):  # the last stage on top
+        y = top + k * (FLOW_BOX_H + FLOW_GAP)
+        fill = HEAD_FILL if k == 0 else ENCODER_FILL if k < len(stages) - 1 else EMBED_FILL
+        parts.append(f"<rect x='{LEFT}' y='{y}' width='{w}' height='{FLOW_BOX_H}' rx='5' fill='{fill}' "
+                     f"stroke='{REFERENCE_COLOR}'/>"
+                     f"<text x='{LEFT + 10}' y='{y + 18}' fill='{TEXT_COLOR}' {FONT} font-weight='bold'>"
+                     f"{escape(stage.name)}</text>"
+                     f"<text x='{LEFT + w - 10}' y='{y + 18}' text-anchor='end' fill='{TRUE_TEXT_COLOR}' "
+                     f"{FONT}>{escape(_shape(stage.shape))}</text>"
+                     f"<text x='{LEFT + 10}' y='{y + 36}' fill='{TEXT_COLOR}' {FONT}>"
+                     f"{escape(stage.values)}</text>")
+        if k:
+            parts.append(_arrow(FLOW_WIDTH / 2, y, y - FLOW_GAP))
+    arrow = f"arrow-{zlib.crc32(title.encode()):08x}"
+    marker = (f"<defs><marker id='{arrow}' viewBox='0 0 10 10' refX='9' refY='5' markerWidth='7' "
+              f"markerHeight='7' orient='auto-start-reverse'><path d='M0,0 L10,5 L0,10 z' "
+              f"fill='{TEXT_COLOR}'/></marker></defs>")
+    label = escape(f"{title}: " + "; then ".join(f"{s.name}, shape {_shape(s.shape)}" for s in stages))
+    return (f"<svg xmlns='http://www.w3.org/2000/svg' role='img' aria-label='{label}' "
+            f"viewBox='0 0 {FLOW_WIDTH} {height}' width='{FLOW_WIDTH}' style='max-width: 100%; height: auto'>"
+            f"<title>{label}</title>{marker}" + "".join(parts).replace("#ARROW", "#" + arrow) + "</svg>")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 
-from mlm_lib.book.diagram import DIFFERS_COLOR, bert_diagram
+import pytest
+
+from mlm_lib.book.diagram import DIFFERS_COLOR, Stage, bert_diagram, flow_diagram
 from mlm_lib.model import BertConfig, parameter_counts
 
 ODD = BertConfig(vocab_size=1234, hidden_size=96, num_hidden_layers=5, num_attention_heads=3,
@@ -43,3 +45,21 @@ def test_numbers_that_differ_from_the_compared_config_are_marked():
 def test_two_drawings_on_one_page_do_not_share_ids():
     ids = [re.findall(r"id='([^']+)'", bert_diagram(ODD, title)) for title in ("one", "two")]
     assert ids[0] and not set(ids[0]) & set(ids[1])
+
+
+def test_the_flow_shows_every_stage_its_shape_and_values_bottom_up():
+    stages = [Stage("tokens x", (1, 5), "0:[CLS] 1:a <b> 2:[SEP]"), Stage("embeddings", (1, 5, 8), "0.1, -0.2"),
+              Stage("L", (), "1.234 nats")]
+    svg = flow_diagram(stages, "one sentence")
+    text = _text(svg)  # parses: the values are escaped
+    for phrase in ["tokens x", "[1, 5]", "0:[CLS] 1:a <b> 2:[SEP]", "embeddings", "[1, 5, 8]", "scalar",
+                   "1.234 nats"]:
+        assert phrase in text, f"{phrase!r} not in the flow"
+    assert text.index("1.234 nats") < text.index("0.1, -0.2") < text.index("0:[CLS]")  # the loss on top
+    label = ET.fromstring(svg).get("aria-label")
+    assert label.startswith("one sentence: tokens x, shape [1, 5]") and "L, shape scalar" in label
+
+
+def test_a_flow_needs_a_stage():
+    with pytest.raises(ValueError, match="at least one stage"):
+        flow_diagram([], "empty")
