@@ -200,3 +200,117 @@ def flow_diagram(stages: Sequence[Stage], title: str) -> str:
     return (f"<svg xmlns='http://www.w3.org/2000/svg' role='img' aria-label='{label}' "
             f"viewBox='0 0 {FLOW_WIDTH} {height}' width='{FLOW_WIDTH}' style='max-width: 100%; height: auto'>"
             f"<title>{label}</title>{marker}" + "".join(parts).replace("#ARROW", "#" + arrow) + "</svg>")
+
+
+# ---------------------------------------------------------------- tokens, position by position
+GRID_CHAR_W, GRID_PAD, GRID_ROW_H, GRID_LABEL_W = 7.0, 10, 26, 150
+# What a cell of the grid shows, and its fill: chosen for M (hidden from the generator), replaced
+# by a sample that differs from the original, and the labels of L_Disc.
+GRID_FILLS = {None: "white", "in M": "#ffe0bf", "replaced": "#f8c9c5", "original": "#dcefdc"}
+
+
+def token_grid(rows: Sequence[tuple[str, Sequence[str], Sequence[str | None]]], title: str) -> str:
+    """An SVG of aligned token rows, one column per position: each row is (its name, a token per
+    position, a mark per position: None, "in M", "replaced" or "original"), so the reader can
+    follow one position down from the original text to what each network sees and is graded on."""
+    if not rows:
+        raise ValueError("token_grid needs at least one row")
+    n = len(rows[0][1])
+    for name, tokens, marks in rows:
+        if len(tokens) != n or len(marks) != n:
+            raise ValueError(f"row {name!r} has {len(tokens)} tokens and {len(marks)} marks, not {n}")
+        unknown = set(marks) - set(GRID_FILLS)
+        if unknown:
+            raise ValueError(f"row {name!r}: unknown marks {sorted(map(str, unknown))}")
+    widths = [max(len(r[1][k]) for r in rows) * GRID_CHAR_W + GRID_PAD for k in range(n)]
+    xs = [GRID_LABEL_W + sum(widths[:k]) for k in range(n)]
+    width = GRID_LABEL_W + sum(widths) + 4
+    parts = [f"<text x='4' y='18' fill='{TEXT_COLOR}' {FAMILY} font-size='14' font-weight='bold'>"
+             f"{escape(title)}</text>"]
+    for r, (name, tokens, marks) in enumerate(rows):
+        y = 30 + r * (GRID_ROW_H + 4)
+        parts.append(f"<text x='4' y='{y + 17}' fill='{TEXT_COLOR}' {FONT} font-weight='bold'>"
+                     f"{escape(name)}</text>")
+        for x, w, token, mark in zip(xs, widths, tokens, marks):
+            parts.append(f"<rect x='{x}' y='{y}' width='{w - 2}' height='{GRID_ROW_H}' rx='3' "
+                         f"fill='{GRID_FILLS[mark]}' stroke='{REFERENCE_COLOR}'/>"
+                         f"<text x='{x + (w - 2) / 2}' y='{y + 17}' text-anchor='middle' fill='{TEXT_COLOR}' "
+                         f"{FONT}>{escape(token)}</text>")
+    y = 30 + len(rows) * (GRID_ROW_H + 4) + 6
+    legend = [(m, m) for m in GRID_FILLS if m]
+    x = 4
+    for mark, text in legend:
+        parts.append(f"<rect x='{x}' y='{y}' width='14' height='14' fill='{GRID_FILLS[mark]}' "
+                     f"stroke='{REFERENCE_COLOR}'/><text x='{x + 20}' y='{y + 12}' fill='{TEXT_COLOR}' "
+                     f"{FONT}>{escape(text)}</text>")
+        x += 30 + len(text) * GRID_CHAR_W
+    height = y + 22
+    label = escape(f"{title}: " + "; ".join(f"{name}: " + " ".join(tokens) for name, tokens, _ in rows))
+    return (f"<svg xmlns='http://www.w3.org/2000/svg' role='img' aria-label='{label}' "
+            f"viewBox='0 0 {width} {height}' width='{width}' style='max-width: 100%; height: auto'>"
+            f"<title>{label}</title>" + "".join(parts) + "</svg>")
+
+
+# ---------------------------------------------------------------- the map of the book
+# The book's parts and chapters, as _toc.yml orders them (tests/content/test_toc.py keeps the two
+# the same), each chapter with the piece of the formula or of BERT it takes apart.
+BOOK_PARTS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("The loss, piece by piece", (
+        ("01_words_and_symbols", "x_i, M, V"), ("02_vocabulary_softmax", "softmax over V"),
+        ("03_the_log", "log"), ("04_the_minus_sign", "minus sign"),
+        ("05_masked_only_sum", "Σ over M only"))),
+    ("Around the formula", (
+        ("06_corrupting_the_input", "80/10/10, mask rate"), ("07_inside_bert", "inside BERT"),
+        ("08_both_directions", "both directions"), ("09_wordpiece", "WordPiece"))),
+    ("Training BERT", (
+        ("10_pretraining", "pretraining"), ("11_next_sentence_prediction", "[CLS] and NSP"),
+        ("12_fine_tuning", "fine-tuning"), ("13_task_shapes", "task shapes"))),
+    ("Closing", (
+        ("14_one_sentence", "one sentence, end to end"), ("15_after_mlm", "after MLM"))),
+)
+# What came before BERT, and what masked language modelling changed (chapter 0's paragraph).
+BEFORE_BERT = ("static word vectors: one vector per word, whatever the context",
+               "left-to-right language models: context from one side at a time")
+MAP_CHAPTER_W, MAP_BOX_H, MAP_ROW_GAP = 118, 40, 30
+
+
+def book_map(parts: Sequence[tuple[str, Sequence[tuple[str, str]]]] = BOOK_PARTS,
+             before: Sequence[str] = BEFORE_BERT) -> str:
+    """An SVG map of the book: what came before BERT at the top, then a row per part, a box per
+    chapter (its number and what it takes apart), each box a link to its chapter's notebook (the
+    site's build points the links at the chapter's page)."""
+    width = LEFT + max(len(ch) for _, ch in parts) * (MAP_CHAPTER_W + 8) + 150
+    parts_svg = [f"<text x='{LEFT}' y='18' fill='{TEXT_COLOR}' {FAMILY} font-size='14' font-weight='bold'>"
+                 "Before BERT, and the book's chapters</text>"]
+    y = 30
+    half = (width - 2 * LEFT - 12) / 2
+    for k, text in enumerate(before):
+        x = LEFT + k * (half + 12)
+        parts_svg.append(f"<rect x='{x}' y='{y}' width='{half}' height='{MAP_BOX_H - 10}' rx='5' "
+                         f"fill='{EMBED_FILL}' stroke='{REFERENCE_COLOR}'/><text x='{x + half / 2}' "
+                         f"y='{y + 19}' text-anchor='middle' fill='{TEXT_COLOR}' {FONT}>{escape(text)}</text>")
+    y += MAP_BOX_H - 10
+    parts_svg.append(f"<text x='{width / 2}' y='{y + 20}' text-anchor='middle' fill='{TRUE_TEXT_COLOR}' "
+                     f"{FONT} font-weight='bold'>masked language modelling: every blank read from both "
+                     f"sides at once, L = −Σ_M log P(x_i | x\\M)</text>")
+    y += MAP_ROW_GAP + 4
+    for caption, chapters in parts:
+        parts_svg.append(f"<text x='{LEFT}' y='{y + MAP_BOX_H / 2 + 4}' fill='{TEXT_COLOR}' {FONT} "
+                         f"font-weight='bold'>{escape(caption)}</text>")
+        for k, (stem, label) in enumerate(chapters):
+            x = LEFT + 150 + k * (MAP_CHAPTER_W + 8)
+            fill = HEAD_FILL if caption == parts[0][0] else ENCODER_FILL
+            parts_svg.append(
+                f"<a href='{escape(stem)}.ipynb'><rect x='{x}' y='{y}' width='{MAP_CHAPTER_W}' "
+                f"height='{MAP_BOX_H}' rx='5' fill='{fill}' stroke='{REFERENCE_COLOR}'/>"
+                f"<text x='{x + MAP_CHAPTER_W / 2}' y='{y + 16}' text-anchor='middle' fill='{TEXT_COLOR}' "
+                f"{FONT} font-weight='bold'>{int(stem[:2])}</text><text x='{x + MAP_CHAPTER_W / 2}' "
+                f"y='{y + 32}' text-anchor='middle' fill='{TEXT_COLOR}' {FONT}>{escape(label)}</text></a>")
+        y += MAP_BOX_H + 12
+    label = escape("A map of the book. Before BERT: " + "; ".join(before) + ". Then masked language "
+                   "modelling, and the chapters: " + "; ".join(
+                       f"{caption}: " + ", ".join(f"{int(s[:2])} {lab}" for s, lab in chapters)
+                       for caption, chapters in parts))
+    return (f"<svg xmlns='http://www.w3.org/2000/svg' role='img' aria-label='{label}' "
+            f"viewBox='0 0 {width} {y + 4}' width='{width}' style='max-width: 100%; height: auto'>"
+            f"<title>{label}</title>" + "".join(parts_svg) + "</svg>")

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from mlm_lib.book.diagram import DIFFERS_COLOR, Stage, bert_diagram, flow_diagram
+from mlm_lib.book.diagram import BOOK_PARTS, DIFFERS_COLOR, Stage, bert_diagram, book_map, flow_diagram, token_grid
 from mlm_lib.model import BertConfig, parameter_counts
 
 ODD = BertConfig(vocab_size=1234, hidden_size=96, num_hidden_layers=5, num_attention_heads=3,
@@ -63,3 +63,34 @@ def test_the_flow_shows_every_stage_its_shape_and_values_bottom_up():
 def test_a_flow_needs_a_stage():
     with pytest.raises(ValueError, match="at least one stage"):
         flow_diagram([], "empty")
+
+
+def test_the_token_grid_aligns_each_position_down_the_rows():
+    rows = [("x", ["[CLS]", "the", "cat"], [None, "in M", None]),
+            ("label", ["original", "replaced", "original"], ["original", "replaced", "original"])]
+    svg = token_grid(rows, "one sequence")
+    root = ET.fromstring(svg)
+    rects = [r for r in root.iter("{http://www.w3.org/2000/svg}rect") if r.get("height") == "26"]
+    xs = [float(r.get("x")) for r in rects]
+    assert xs[:3] == xs[3:6]  # position k is the same column in both rows
+    assert "x: [CLS] the cat; label: original replaced original" in root.get("aria-label")
+    assert "in M" in _text(svg) and "replaced" in _text(svg)
+
+
+@pytest.mark.parametrize("rows, message", [
+    ([], "at least one row"),
+    ([("x", ["a", "b"], [None])], "2 tokens and 1 marks"),
+    ([("x", ["a"], ["hidden"])], "unknown marks"),
+])
+def test_a_bad_grid_names_its_problem(rows, message):
+    with pytest.raises(ValueError, match=message):
+        token_grid(rows, "bad")
+
+
+def test_the_map_links_every_chapter_once_and_says_what_came_before():
+    svg = book_map()
+    links = re.findall(r"<a href='([^']+)'>", svg)
+    stems = [stem for _, chapters in BOOK_PARTS for stem, _ in chapters]
+    assert links == [f"{s}.ipynb" for s in stems]
+    text = _text(svg)
+    assert "static word vectors" in text and "left-to-right" in text and "both sides" in text

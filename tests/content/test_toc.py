@@ -55,3 +55,15 @@ def test_no_stray_notebooks_outside_the_book():
         and p.parts[len(ROOT.parts)] not in {"notebooks", "book"}
     ]
     assert not stray, f"notebooks outside notebooks/ and book/ are neither built nor tested: {stray}"
+
+
+def test_the_map_of_the_book_lists_the_chapters_as_the_toc_does():
+    """Chapter 0's map (mlm_lib.book.diagram.BOOK_PARTS) has the toc's chapter parts, in order."""
+    from mlm_lib.book.diagram import BOOK_PARTS
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    chapters = [(part["caption"], [Path(c["file"]).name for c in part["chapters"]
+                                   if c["file"].startswith("notebooks/") and Path(c["file"]).name[:2] != "00"])
+                for part in toc["parts"]]
+    drawn = [(caption, [stem for stem, _ in chs]) for caption, chs in BOOK_PARTS]
+    assert drawn == [(caption, chs) for caption, chs in chapters if chs]

@@ -112,3 +112,15 @@ def test_every_site_script_is_loaded_and_the_embed_setup_comes_before_the_manage
     assert widgets == ["require.js", "widget-embed.js", "embed-amd.js"]
     loaded = set(config["html_js_files"]) | set(widgets)
     assert {p.name for p in (ROOT / "book" / "static").glob("*.js")} <= loaded
+
+
+def test_an_output_link_to_a_chapter_notebook_goes_to_its_page():
+    import chapter_links
+
+    body = ("<a href='07_inside_bert.ipynb'>7</a> <a href=\"12_fine_tuning.ipynb#five-seeds\">12</a> "
+            "<a href='../_sources/notebooks/00_how_to_read.ipynb'>src</a> "
+            "<a href='https://colab.research.google.com/x/notebooks/01_words_and_symbols.ipynb'>c</a>")
+    assert chapter_links.to_pages(body) == (
+        "<a href='07_inside_bert.html'>7</a> <a href=\"12_fine_tuning.html#five-seeds\">12</a> "
+        "<a href='../_sources/notebooks/00_how_to_read.ipynb'>src</a> "
+        "<a href='https://colab.research.google.com/x/notebooks/01_words_and_symbols.ipynb'>c</a>")
