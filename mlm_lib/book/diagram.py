@@ -314,3 +314,71 @@ def book_map(parts: Sequence[tuple[str, Sequence[tuple[str, str]]]] = BOOK_PARTS
     return (f"<svg xmlns='http://www.w3.org/2000/svg' role='img' aria-label='{label}' "
             f"viewBox='0 0 {width} {y + 4}' width='{width}' style='max-width: 100%; height: auto'>"
             f"<title>{label}</title>" + "".join(parts_svg) + "</svg>")
+
+
+# ---------------------------------------------------------------- how an NSP pair is made and read
+PAIR_WIDTH, PAIR_SENT_H, PAIR_CHARS, PAIR_LABEL_W = 660, 24, 44, 130
+
+
+def _short(text: str, chars: int = PAIR_CHARS) -> str:
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def nsp_diagram(own: tuple[str, Sequence[str]], other: tuple[str, Sequence[str]], config: BertConfig) -> str:
+    """An SVG of next sentence prediction: two documents (title, sentences), the two pairs the
+    coin can make from the first sentence of ``own`` (IsNext: B is the sentence that follows;
+    NotNext: B comes from ``other``), and the path that reads a pair, from ``[CLS]`` through the
+    pooler to the two scores of the NSP head, with the sizes of ``config``."""
+    if len(own[1]) < 2 or not other[1]:
+        raise ValueError("nsp_diagram needs two sentences in the first document and one in the other")
+    col_w = (PAIR_WIDTH - 2 * LEFT - 20) / 2
+    parts = [f"<text x='{LEFT}' y='18' fill='{TEXT_COLOR}' {FAMILY} font-size='14' font-weight='bold'>"
+             "Next sentence prediction: how a pair is made, and what reads it</text>"]
+    y0 = 32
+    for k, (title, sentences) in enumerate((own, other)):
+        x = LEFT + k * (col_w + 20)
+        parts.append(f"<text x='{x}' y='{y0 + 12}' fill='{TEXT_COLOR}' {FONT} font-weight='bold'>"
+                     f"document: {escape(title)}</text>")
+        for j, sentence in enumerate(sentences[:3]):
+            y = y0 + 20 + j * (PAIR_SENT_H + 4)
+            parts.append(f"<rect x='{x}' y='{y}' width='{col_w}' height='{PAIR_SENT_H}' rx='3' fill='{EMBED_FILL}' "
+                         f"stroke='{REFERENCE_COLOR}'/><text x='{x + 6}' y='{y + 16}' fill='{TEXT_COLOR}' {FONT}>"
+                         f"{escape(_short(sentence))}</text>")
+    y = y0 + 20 + 3 * (PAIR_SENT_H + 4) + 14
+    a = own[1][0]
+    rows = [("keep → IsNext", own[1][1]), ("replace → NotNext", other[1][0])]
+    for label, b in rows:
+        parts.append(f"<text x='{LEFT}' y='{y + 16}' fill='{TRUE_TEXT_COLOR}' {FONT} font-weight='bold'>"
+                     f"{escape(label)}</text>"
+                     f"<rect x='{LEFT + PAIR_LABEL_W}' y='{y}' width='{PAIR_WIDTH - 2 * LEFT - PAIR_LABEL_W}' "
+                     f"height='{PAIR_SENT_H}' rx='3' fill='{ENCODER_FILL}' stroke='{REFERENCE_COLOR}'/>"
+                     f"<text x='{LEFT + PAIR_LABEL_W + 6}' y='{y + 16}' fill='{TEXT_COLOR}' {FONT}>"
+                     f"{escape('[CLS] ' + _short(a, 28) + ' [SEP] ' + _short(b, 28) + ' [SEP]')}"
+                     "</text>")
+        y += PAIR_SENT_H + 6
+    H = config.hidden_size
+    path = [f"h at [CLS]: {H} numbers", f"pooler: tanh, {H} × {H}", f"NSP head: {H} → 2",
+            "softmax: IsNext / NotNext"]
+    y += 14
+    box_w = (PAIR_WIDTH - 2 * LEFT - 3 * 16) / 4
+    for k, text in enumerate(path):
+        x = LEFT + k * (box_w + 16)
+        parts.append(f"<rect x='{x}' y='{y}' width='{box_w}' height='{BOX_H + 8}' rx='5' fill='{HEAD_FILL}' "
+                     f"stroke='{REFERENCE_COLOR}'/>")
+        for line, piece in enumerate(text.split(": ", 1)):
+            parts.append(f"<text x='{x + box_w / 2}' y='{y + 15 + line * 15}' text-anchor='middle' "
+                         f"fill='{TEXT_COLOR}' {FONT}>{escape(piece)}</text>")
+        if k:
+            parts.append(f"<line x1='{x - 16}' y1='{y + (BOX_H + 8) / 2}' x2='{x - 3}' y2='{y + (BOX_H + 8) / 2}' "
+                         f"stroke='{TEXT_COLOR}' marker-end='url(#ARROW)'/>")
+    height = y + BOX_H + 12
+    arrow = f"arrow-nsp-{zlib.crc32((own[0] + other[0]).encode()):08x}"
+    marker = (f"<defs><marker id='{arrow}' viewBox='0 0 10 10' refX='9' refY='5' markerWidth='7' "
+              f"markerHeight='7' orient='auto-start-reverse'><path d='M0,0 L10,5 L0,10 z' "
+              f"fill='{TEXT_COLOR}'/></marker></defs>")
+    label = escape(f"Next sentence prediction. A is '{a}'. If the coin keeps the chunk, B is the sentence "
+                   f"that follows, '{own[1][1]}', labelled IsNext; otherwise B comes from '{other[0]}', "
+                   f"'{other[1][0]}', labelled NotNext. The pair is read at [CLS]: " + ", then ".join(path))
+    return (f"<svg xmlns='http://www.w3.org/2000/svg' role='img' aria-label='{label}' "
+            f"viewBox='0 0 {PAIR_WIDTH} {height}' width='{PAIR_WIDTH}' style='max-width: 100%; height: auto'>"
+            f"<title>{label}</title>{marker}" + "".join(parts).replace("#ARROW", "#" + arrow) + "</svg>")

@@ -7,7 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from mlm_lib.book.diagram import BOOK_PARTS, DIFFERS_COLOR, Stage, bert_diagram, book_map, flow_diagram, token_grid
+from mlm_lib.book.diagram import (BOOK_PARTS, DIFFERS_COLOR, Stage, bert_diagram, book_map, flow_diagram,
+                                  nsp_diagram, token_grid)
 from mlm_lib.model import BertConfig, parameter_counts
 
 ODD = BertConfig(vocab_size=1234, hidden_size=96, num_hidden_layers=5, num_attention_heads=3,
@@ -94,3 +95,14 @@ def test_the_map_links_every_chapter_once_and_says_what_came_before():
     assert links == [f"{s}.ipynb" for s in stems]
     text = _text(svg)
     assert "static word vectors" in text and "left-to-right" in text and "both sides" in text
+
+
+def test_the_nsp_drawing_makes_both_pairs_and_reads_them_at_cls_with_the_configs_sizes():
+    own = ("A city", ["The bridge opened in 1932.", "Bananas are sold here.", "The hall."])
+    other = ("A planet", ["Mars has two small moons."])
+    text = _text(nsp_diagram(own, other, ODD))
+    assert "[CLS] The bridge opened in 1932. [SEP] Bananas are sold here. [SEP]" in text
+    assert "[CLS] The bridge opened in 1932. [SEP] Mars has two small moons. [SEP]" in text
+    assert "IsNext" in text and "NotNext" in text and "96 × 96" in text and "96 → 2" in text
+    with pytest.raises(ValueError, match="two sentences"):
+        nsp_diagram(("x", ["one"]), other, ODD)
