@@ -6,7 +6,8 @@ import re
 import xml.etree.ElementTree as ET
 
 from mlm_lib.book.diagram import DIFFERS_COLOR, bert_diagram
-from mlm_lib.model import BertConfig, parameter_counts
+from mlm_lib.config import BertConfig
+from mlm_lib.sizes import parameter_counts
 
 ODD = BertConfig(vocab_size=1234, hidden_size=96, num_hidden_layers=5, num_attention_heads=3,
                  intermediate_size=333, max_position_embeddings=77, type_vocab_size=2)
