@@ -1,4 +1,4 @@
-"""The fused masked NLL (``mlm_lib.model.masked_nll``): scores laid out [|M|, V] against [V, |M|].
+"""The fused masked NLL (``mlm_lib.loss.masked_nll``): scores laid out [|M|, V] against [V, |M|].
 
 Forward and backward of -log P(x_i | x_\\M) over the rows of M, at the shapes the book trains:
 the chapters' small model (H 64, about 300 blanks a batch), the book's model in chapter 10 (H 128,
@@ -27,7 +27,7 @@ import time
 
 import torch
 
-from mlm_lib.model import masked_nll
+from mlm_lib.loss import masked_nll
 
 # (|M|, V, H): the chapters' micro model, chapter 10's live run, a BERT vocabulary.
 SHAPES = [(300, 8000, 64), (600, 8000, 128), (300, 30522, 128)]

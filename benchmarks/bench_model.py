@@ -27,7 +27,7 @@ noisy; alternating single steps and taking medians keeps the comparison fair but
 - With 2 threads at load average ~10, the same code gave only 2.25x: threads that wait on each
   other at every op suffer more in the model with smaller ops. Run it on a quiet machine.
 - Before the next change, on a nearly idle machine: 1,011 against 2,796 tokens/s, 2.77x.
-- The fused loss (``mlm_lib.model.masked_nll``, on the training path): a profile showed the [304, 30522]
+- The fused loss (``mlm_lib.loss.masked_nll``, on the training path): a profile showed the [304, 30522]
   scores costing ~40% of a step even after the masked-only gather: the projection, log-softmax,
   NLL's zero-filled gradient, their backward and copies each made a pass over 9.3M floats. The
   fused function computes the scores as [V, |M|] (35% faster for this product on this CPU), takes

@@ -52,7 +52,7 @@ from mlm_lib.batches import masked_batches  # noqa: E402
 from mlm_lib.init import build_model  # noqa: E402
 from mlm_lib.masking import Corruption  # noqa: E402
 from mlm_lib.book.book_model import book_tokenizer  # noqa: E402
-from mlm_lib.model import count_parameters  # noqa: E402
+from mlm_lib.sizes import count_parameters  # noqa: E402
 from mlm_lib.pretraining import prepare_data  # noqa: E402
 from mlm_lib.train import TrainConfig, evaluate_mlm, train  # noqa: E402
 

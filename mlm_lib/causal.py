@@ -17,22 +17,12 @@ from typing import Any
 import torch
 
 from mlm_lib.loop import Objective, Sums, evaluate, train_loop
-from mlm_lib.model import BertForPreTraining, attention_bias, masked_nll
+from mlm_lib.loss import masked_nll
+from mlm_lib.model import BertForPreTraining, attention_bias, check_model_fits
 from mlm_lib.optim import build_optimizer
 from mlm_lib.pretraining import PreparedData, PretrainingExample
 
 NEXT_TOKEN_EVAL_ROWS = 256  # held-out windows scored after next-token training (one batch)
-
-
-def check_model_fits(model: torch.nn.Module, vocab_size: int, seq_len: int) -> None:
-    """A model trained on some data must share its tokenizer's vocabulary and read sequences of
-    its length; a mismatch would otherwise surface as an index error deep inside the embeddings."""
-    if model.config.vocab_size != vocab_size:
-        raise ValueError(f"the model has a vocabulary of {model.config.vocab_size}, the "
-                         f"data's tokenizer {vocab_size}")
-    if model.config.max_position_embeddings < seq_len:
-        raise ValueError(f"the model reads at most {model.config.max_position_embeddings} "
-                         f"positions; the sequences have {seq_len}")
 
 
 def token_windows(examples: Sequence[PretrainingExample], special_ids: Sequence[int] | frozenset[int],
@@ -62,7 +52,7 @@ def next_token_objective(bias: torch.Tensor) -> Objective:
     """GPT's objective on rows of tokens: predict x_{i+1} at every position i, through the
     encoder with the attention ``bias``; the MLM head scores the whole vocabulary. Every position
     but the last is a target, so the loss is the MLM loss's sum with M = all of them, computed by
-    the same :func:`~mlm_lib.model.masked_nll` as BERT's training (no [B, n, V] logits kept)."""
+    the same :func:`~mlm_lib.loss.masked_nll` as BERT's training (no [B, n, V] logits kept)."""
     def objective(model: BertForPreTraining, rows: torch.Tensor) -> tuple[torch.Tensor, Sums]:
         h = model.bert(rows, attn_bias=bias).last_hidden_state[:, :-1]
         targets = rows[:, 1:].reshape(-1)

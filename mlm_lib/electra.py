@@ -31,7 +31,8 @@ from collections.abc import Iterable, Sequence
 from mlm_lib.loop import Batch, Sums
 from mlm_lib.loss import mlm_loss
 from mlm_lib.masking import IGNORE_INDEX
-from mlm_lib.model import BertConfig, BertForPreTraining, BertModel, init_bert_weights
+from mlm_lib.model import BertConfig, BertForPreTraining, BertModel
+from mlm_lib.weights import init_bert_weights
 
 # lambda, the weight of L_Disc in the combined loss: google-research/electra's default
 # (configure_pretraining.py, disc_weight = 50.0). Both losses there are means, L_MLM over M and

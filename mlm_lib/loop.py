@@ -110,6 +110,36 @@ class TrainingDiverged(RuntimeError):
     """The loss became NaN or infinite; the message names the step."""
 
 
+class _FirstNonFinite:
+    """The first step whose loss was NaN or infinite, kept on the loss's device.
+
+    Noting a step never waits for it; reading the record back does (on a GPU, a read waits for
+    all the work queued so far), so :func:`train_loop` reads it where it reads anyway: at its log
+    steps, and after every step on the CPU, where reading is free."""
+
+    def __init__(self) -> None:
+        self.step: torch.Tensor | None = None  # 0 while every loss so far was finite
+        self.loss: torch.Tensor | None = None
+
+    def note(self, step_loss: torch.Tensor, step: int) -> None:
+        if self.step is None or self.loss is None:
+            self.step = torch.zeros((), dtype=torch.long, device=step_loss.device)
+            self.loss = torch.zeros((), dtype=step_loss.dtype, device=step_loss.device)
+        first = (self.step == 0) & ~torch.isfinite(step_loss)
+        self.step = torch.where(first, step, self.step)
+        self.loss = torch.where(first, step_loss, self.loss)
+
+    def check(self, optimizer: torch.optim.Optimizer, dist: DistInfo, step: int) -> None:
+        """Raise :class:`TrainingDiverged` in every process if a loss of any was not finite by
+        ``step``, naming the first bad step."""
+        seen = 0 if self.step is None else int(self.step)
+        if float(all_reduce_(torch.tensor([float(seen > 0)]), dist)) > 0:
+            optimizer.zero_grad(set_to_none=True)
+            if seen and self.loss is not None:
+                raise TrainingDiverged(f"loss became {float(self.loss)} at step {seen}")
+            raise TrainingDiverged(f"loss became non-finite in another process by step {step}")
+
+
 @torch.no_grad()
 def evaluate(model: nn.Module, objective: Objective, batches: Sequence[Batch]) -> dict[str, float]:
     """The objective's reports on held-out batches, in eval mode (no dropout), without gradients."""
@@ -138,9 +168,13 @@ def train_loop(model: nn.Module, objective: Objective, batches: Iterator[list[Ba
     the step's loss (gradient accumulation), then clips, steps the optimizer and the schedule
     (``None``: a constant learning rate). Every ``log_every`` steps the reports become a "train"
     record of ``state.history`` (a report named ``tokens`` becomes ``tokens_per_s``, over training
-    time); after every step each callback gets the state (to evaluate or save a checkpoint)."""
+    time); after every step each callback gets the state (to evaluate or save a checkpoint).
+
+    A NaN or infinite loss stops the run with :class:`TrainingDiverged`, naming the first bad
+    step: on the CPU before the optimizer takes that step, elsewhere at the next log step (reading
+    the loss back every step would make the host wait for the device every step)."""
     state, dist = state or LoopState(), dist or DistInfo()
-    metrics, logged_at = Metrics(), state.elapsed
+    metrics, logged_at, nonfinite = Metrics(), state.elapsed, _FirstNonFinite()
     bar = tqdm(total=end_step, initial=state.step, disable=not (progress and dist.is_main),
                desc=desc, dynamic_ncols=True)
     model.train()
@@ -148,7 +182,9 @@ def train_loop(model: nn.Module, objective: Objective, batches: Iterator[list[Ba
         while state.step < end_step and not _out_of_time(state, time_budget_s, dist):
             t0 = time.perf_counter()
             step_loss = _accumulate(model, objective, next(batches), metrics, scaler, dist)
-            _check_finite(step_loss, state.step + 1, optimizer, dist)
+            nonfinite.note(step_loss, state.step + 1)
+            if step_loss.device.type == "cpu":  # free to read: stop before the optimizer steps
+                nonfinite.check(optimizer, dist, state.step + 1)
             _optimizer_step(model, optimizer, clip_grad_norm, scaler)
             state.step += 1
             state.elapsed += time.perf_counter() - t0
@@ -156,6 +192,7 @@ def train_loop(model: nn.Module, objective: Objective, batches: Iterator[list[Ba
                 schedule.step(state.elapsed)
             bar.update(1)
             if state.step % log_every == 0 or state.step == end_step:
+                nonfinite.check(optimizer, dist, state.step)
                 reports = metrics.summary(dist)
                 if "tokens" in reports:
                     reports["tokens_per_s"] = reports.pop("tokens") / max(state.elapsed - logged_at, 1e-9)
@@ -168,6 +205,7 @@ def train_loop(model: nn.Module, objective: Objective, batches: Iterator[list[Ba
                 logged_at = state.elapsed
             for callback in callbacks:
                 callback(state)
+        nonfinite.check(optimizer, dist, state.step)  # a time budget may end between log steps
     finally:
         bar.close()
     return state
@@ -197,15 +235,6 @@ def _accumulate(model: nn.Module, objective: Objective, micro_batches: list[Batc
     if step_loss is None:
         raise ValueError("a step needs at least one micro-batch")
     return step_loss
-
-
-def _check_finite(step_loss: torch.Tensor, step: int, optimizer: torch.optim.Optimizer,
-                 dist: DistInfo) -> None:
-    """Stop on a NaN or infinite loss, before the optimizer steps; every process agrees."""
-    bad = torch.tensor([0.0 if torch.isfinite(step_loss) else 1.0])
-    if float(all_reduce_(bad, dist)) > 0:
-        optimizer.zero_grad(set_to_none=True)
-        raise TrainingDiverged(f"loss became {float(step_loss)} at step {step}")
 
 
 def _optimizer_step(model: nn.Module, optimizer: torch.optim.Optimizer,

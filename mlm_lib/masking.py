@@ -127,8 +127,8 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
     pieces). Random replacements are drawn uniformly from the non-special vocabulary (from all of
     it with ``corruption.random_from_all``).
     """
-    special = _check_inputs(input_ids, vocab_size, special_ids, corruption, attention_mask,
-                            whole_word_starts, max_predictions)
+    special = _check_masking_inputs(input_ids, vocab_size, special_ids, corruption,
+                                    attention_mask, whole_word_starts, max_predictions)
     x = input_ids.long()
     real = _real_tokens(x, special, attention_mask)  # the positions that may join M
     word = _word_index(real, whole_word_starts)      # the pieces of one word share an index
@@ -161,9 +161,10 @@ def mask_tokens(input_ids: torch.Tensor, *, mask_token_id: int, vocab_size: int,
     return MaskedBatch(corrupted, labels, masked, replaced, randomized, kept, span)
 
 
-def _check_inputs(input_ids: torch.Tensor, vocab_size: int, special_ids: Iterable[int], corruption: Corruption,
-                  attention_mask: torch.Tensor | None, whole_word_starts: torch.Tensor | None,
-                  max_predictions: int | None) -> torch.Tensor:
+def _check_masking_inputs(input_ids: torch.Tensor, vocab_size: int, special_ids: Iterable[int],
+                          corruption: Corruption, attention_mask: torch.Tensor | None,
+                          whole_word_starts: torch.Tensor | None,
+                          max_predictions: int | None) -> torch.Tensor:
     """Refuse bad arguments before any random draw, with a message that names the argument;
     return the special ids as a sorted tensor on the device of ``input_ids``."""
     if not isinstance(input_ids, torch.Tensor) or input_ids.dtype not in (torch.long, torch.int32, torch.int64):

@@ -1,129 +1,39 @@
 """BERT as in Devlin et al. (2019): embeddings, a post-LN Transformer encoder, the pooler, and the
 two pretraining heads (masked language modelling and next sentence prediction).
 
-Read it top-down: the config, the embeddings, attention, one layer, the encoder, the heads, the
-pretraining model and its training path, the fused masked NLL; initialisation comes last. The
-numbers match Hugging Face's ``BertForPreTraining`` (``mlm_lib.hf`` loads and saves their
-folders). One difference in layout: the query, key and value projections are one ``Linear`` of
-width 3H (one matrix multiply instead of three); ``mlm_lib.hf`` splits and joins them.
+Read it top-down: the embeddings, attention, one layer, the encoder, the heads, the pretraining
+model and its training path; the hyperparameters are :class:`~mlm_lib.config.BertConfig` and the
+initial weights come from :mod:`mlm_lib.weights`. The numbers match Hugging Face's
+``BertForPreTraining`` (``mlm_lib.hf`` loads and saves their folders). One difference in layout:
+the query, key and value projections are one ``Linear`` of width 3H (one matrix multiply instead
+of three); ``mlm_lib.hf`` splits and joins them.
 
 Given the set M (``masked_positions``), the MLM head gathers the rows of M *first* and scores only
 those against the vocabulary: the loss is the same, because positions outside M never enter it,
 and with 15% masking 85% of the largest matrix multiply is skipped. Training also passes the
 original tokens of M (``targets``) and so takes the training path, two more shortcuts with the
-same numbers: the last layer computes only the rows the heads read ([CLS] and M), and the loss
-comes from :func:`masked_nll`, which never keeps the [|M|, V] logits.
+same numbers: the last layer computes only the rows the heads read ([CLS] and M, the layers'
+``forward_at``), and the loss comes from :func:`~mlm_lib.loss.masked_nll`, which never keeps the
+[|M|, V] logits.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.autograd.function import once_differentiable
 
-from mlm_lib.loss import target_log_probs
+from mlm_lib.config import ACTIVATIONS, BertConfig
+from mlm_lib.loss import masked_nll, target_log_probs
+from mlm_lib.weights import init_bert_weights, seeded_generator
 
 
-# Activation names as they appear in Hugging Face's config.json. "gelu" is the exact (erf) GELU of
-# the original BERT; the tanh approximation is kept only so that such checkpoints load.
-ACTIVATIONS = {
-    "gelu": lambda x: F.gelu(x),
-    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
-    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
-    "relu": F.relu,
-}
-
-# A weight is drawn from a normal cut at this many standard deviations, as TensorFlow's
-# truncated_normal_initializer (used by Google's BERT) does.
-TRUNCATE_AT_STD = 2.0
 # The heads draw from their own seeded generator (seed + this), so the encoder's initial weights
 # are the same whether or not heads sit on top of it.
 HEADS_SEED_OFFSET = 1
-
-
-@dataclass
-class BertConfig:
-    """Hyperparameters of BERT; the defaults are BERT-base (110M parameters)."""
-
-    vocab_size: int = 30522
-    hidden_size: int = 768  # H
-    num_hidden_layers: int = 12  # L
-    num_attention_heads: int = 12  # A
-    intermediate_size: int = 3072  # 4H, the feed-forward width
-    hidden_act: str = "gelu"
-    hidden_dropout_prob: float = 0.1
-    attention_probs_dropout_prob: float = 0.1
-    max_position_embeddings: int = 512
-    type_vocab_size: int = 2
-    initializer_range: float = 0.02
-    layer_norm_eps: float = 1e-12
-    pad_token_id: int = 0
-    use_sdpa: bool = True  # fast attention kernel; the explicit path is used when it is False
-
-    # Model sizes (L, H, A), one table for the whole library: the chapters' live experiments
-    # ("micro", seconds per run on a laptop), Google's BERT miniatures (Turc et al. 2019), and
-    # BERT-base and BERT-large as in Devlin et al. (2019), section 3.
-    PRESETS = {
-        "micro": (2, 64, 2),
-        "tiny": (2, 128, 2),
-        "mini": (4, 256, 4),
-        "small": (4, 512, 8),
-        "base": (12, 768, 12),
-        "large": (24, 1024, 16),
-    }
-
-    def __post_init__(self) -> None:
-        # Fail here, with the field's name, rather than with a shape error deep inside a layer.
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise ValueError(f"BertConfig.{name} must be a positive integer, got {value!r}")
-        if self.hidden_size % self.num_attention_heads != 0:
-            raise ValueError(
-                f"BertConfig.hidden_size ({self.hidden_size}) must be divisible by "
-                f"num_attention_heads ({self.num_attention_heads})"
-            )
-        for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
-            value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                raise ValueError(f"BertConfig.{name} must be in [0, 1), got {value!r}")
-        if self.hidden_act not in ACTIVATIONS:
-            raise ValueError(
-                f"BertConfig.hidden_act must be one of {sorted(ACTIVATIONS)}, got {self.hidden_act!r}"
-            )
-        for name in ("initializer_range", "layer_norm_eps"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"BertConfig.{name} must be positive, got {getattr(self, name)!r}")
-        if not 0 <= self.pad_token_id < self.vocab_size:
-            raise ValueError(
-                f"BertConfig.pad_token_id must be in [0, vocab_size), got {self.pad_token_id!r}"
-            )
-
-    @classmethod
-    def preset(cls, name: str, **overrides: Any) -> "BertConfig":
-        """A named size from :attr:`PRESETS` (feed-forward 4H); ``base`` and ``large`` want a GPU."""
-        if name not in cls.PRESETS:
-            raise ValueError(f"unknown BertConfig preset {name!r}; choose one of {sorted(cls.PRESETS)}")
-        layers, hidden, heads = cls.PRESETS[name]
-        values = dict(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=heads,
-                      intermediate_size=4 * hidden)
-        values.update(overrides)
-        return cls(**values)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, values: dict[str, Any]) -> "BertConfig":
-        """Build from a dict, ignoring keys that are not fields (e.g. a Hugging Face config.json)."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in values.items() if k in names})
 
 
 @dataclass
@@ -218,8 +128,9 @@ def _bias_at(bias: torch.Tensor | None, rows: torch.Tensor) -> torch.Tensor | No
 class BertSelfAttention(nn.Module):
     """Multi-head self-attention, softmax(Q K^T / sqrt(d) + bias) V, with a fused QKV projection.
 
-    Two paths give the same numbers: ``F.scaled_dot_product_attention`` (fused kernels) and an
-    explicit one that also returns the attention probabilities, for the chapters that draw them.
+    Two paths give the same numbers (:meth:`attend`): ``F.scaled_dot_product_attention`` (fused
+    kernels) and an explicit one that also returns the attention probabilities, for the chapters
+    that draw them. :meth:`forward_at` asks at a few positions only (the training path).
     """
 
     def __init__(self, config: BertConfig) -> None:
@@ -230,18 +141,31 @@ class BertSelfAttention(nn.Module):
         self.dropout_p = config.attention_probs_dropout_prob
         self.use_sdpa = config.use_sdpa
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None, need_probs: bool = False,
-                rows: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``x`` [B, T, H] -> ([B, T, H], the probabilities [B, A, T, T] when ``need_probs``).
-
-        With ``rows`` [B, Q] only those positions ask (are queries): [B, Q, H]; every position is
-        still read (keys and values)."""
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None, need_probs: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``x`` [B, T, H] -> ([B, T, H], the probabilities [B, A, T, T] when ``need_probs``)."""
         B, T, H = x.shape
-        if rows is None:  # the heads of Q, K and V, each [B, A, T, d]
-            q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
-        else:
-            q, k, v = self._heads_at(x, rows)
-            bias = _bias_at(bias, rows)
+        # the heads of Q, K and V, each [B, A, T, d]
+        q, k, v = self.qkv(x).view(B, T, 3, self.num_heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        return self.attend(q, k, v, bias, need_probs)
+
+    def forward_at(self, x: torch.Tensor, rows: torch.Tensor, bias: torch.Tensor | None = None,
+                   need_probs: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """:meth:`forward` for the queries at ``rows`` [B, Q] only: [B, Q, H] (and [B, A, Q, T]).
+        Every position is still read (keys and values); the training path's last layer."""
+        B, T, H = x.shape
+        W, b = self.qkv.weight, self.qkv.bias
+        q = F.linear(_gather_rows(x, rows), W[:H], b[:H]).view(B, -1, self.num_heads, self.head_dim)
+        kv = F.linear(x, W[H:], b[H:]).view(B, T, 2, self.num_heads, self.head_dim)
+        k, v = kv.permute(2, 0, 3, 1, 4)
+        return self.attend(q.transpose(1, 2), k, v, _bias_at(bias, rows), need_probs)
+
+    def attend(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+               bias: torch.Tensor | None = None, need_probs: bool = False
+               ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """softmax(Q K^T / sqrt(d) + bias) V in every head (queries [B, A, Tq, d], keys and values
+        [B, A, T, d]), the heads side by side again: [B, Tq, H]; and the probabilities
+        [B, A, Tq, T] when ``need_probs`` (the explicit path; the fused kernel keeps none)."""
         p = self.dropout_p if self.training else 0.0
         probs = None
         if self.use_sdpa and not need_probs:
@@ -252,17 +176,7 @@ class BertSelfAttention(nn.Module):
                 scores = scores + bias
             probs = scores.softmax(dim=-1)
             ctx = F.dropout(probs, p) @ v
-        return ctx.transpose(1, 2).flatten(2), probs  # the heads side by side again: [B, Tq, H]
-
-    def _heads_at(self, x: torch.Tensor, rows: torch.Tensor
-                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Q at the positions ``rows`` only ([B, A, Q, d]), K and V at every position."""
-        B, T, H = x.shape
-        W, b = self.qkv.weight, self.qkv.bias
-        q = F.linear(_gather_rows(x, rows), W[:H], b[:H]).view(B, -1, self.num_heads, self.head_dim)
-        kv = F.linear(x, W[H:], b[H:]).view(B, T, 2, self.num_heads, self.head_dim)
-        k, v = kv.permute(2, 0, 3, 1, 4)
-        return q.transpose(1, 2), k, v
+        return ctx.transpose(1, 2).flatten(2), probs
 
 
 # ---------------------------------------------------------------- one layer, the encoder
@@ -281,24 +195,32 @@ class BertLayer(nn.Module):
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
         self.act = ACTIVATIONS[config.hidden_act]
 
-    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None, need_probs: bool = False,
-                rows: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """``x`` [B, T, H] -> (the layer's output, the attention probabilities). With ``rows``
-        [B, Q] only those positions are computed: [B, Q, H] (attention still reads them all)."""
-        a, probs = self.attention(x, bias, need_probs, rows)
-        if rows is not None:
-            x = _gather_rows(x, rows)
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None, need_probs: bool = False
+                ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``x`` [B, T, H] -> (the layer's output [B, T, H], the attention probabilities)."""
+        a, probs = self.attention(x, bias, need_probs)
         x = self.attention_norm(x + self.dropout(self.attention_output(a)))
         h = self.output(self.act(self.intermediate(x)))
         return self.output_norm(x + self.dropout(h)), probs
 
+    def forward_at(self, x: torch.Tensor, rows: torch.Tensor, bias: torch.Tensor | None = None,
+                   need_probs: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """:meth:`forward` at the positions ``rows`` [B, Q] only: [B, Q, H] (attention still reads
+        every position)."""
+        a, probs = self.attention.forward_at(x, rows, bias, need_probs)
+        x = self.attention_norm(_gather_rows(x, rows) + self.dropout(self.attention_output(a)))
+        h = self.output(self.act(self.intermediate(x)))
+        return self.output_norm(x + self.dropout(h)), probs
 
-def _check_inputs(config: BertConfig, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
-                 attention_mask: torch.Tensor | None) -> None:
+
+def _check_encoder_inputs(config: BertConfig, input_ids: torch.Tensor,
+                          token_type_ids: torch.Tensor | None, attention_mask: torch.Tensor | None
+                          ) -> None:
     """Turn the usual mistakes into ValueErrors that say what is wrong.
 
     Shapes are checked everywhere; the ranges of the ids only on the CPU, where reading them is
-    free (on a GPU it would stall every step, and an out-of-range id fails in the lookup anyway)."""
+    free (on a GPU it would stall every step, and an out-of-range id fails in the lookup anyway),
+    and not in a traced graph (the ONNX export), which keeps no Python checks."""
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
         raise ValueError(f"input_ids must be a 2-D tensor [batch, seq_len], got "
                          f"{getattr(input_ids, 'shape', type(input_ids))}")
@@ -311,7 +233,7 @@ def _check_inputs(config: BertConfig, input_ids: torch.Tensor, token_type_ids: t
     for name, t in (("token_type_ids", token_type_ids), ("attention_mask", attention_mask)):
         if t is not None and tuple(t.shape) != (B, T):
             raise ValueError(f"{name} must have the shape of input_ids {(B, T)}, got {tuple(t.shape)}")
-    if input_ids.device.type != "cpu" or not input_ids.numel():
+    if input_ids.device.type != "cpu" or not input_ids.numel() or torch.jit.is_tracing():
         return
     if input_ids.min() < 0 or input_ids.max() >= config.vocab_size:
         raise ValueError(f"input_ids must be in [0, vocab_size={config.vocab_size}), got values in "
@@ -330,7 +252,7 @@ class BertModel(nn.Module):
         self.embeddings = BertEmbeddings(config)
         self.layers = nn.ModuleList(BertLayer(config) for _ in range(config.num_hidden_layers))
         self.pooler = nn.Linear(config.hidden_size, config.hidden_size)
-        init_bert_weights(self, config.initializer_range, _seeded_generator(seed))
+        init_bert_weights(self, config.initializer_range, seeded_generator(seed))
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, attn_bias: torch.Tensor | None = None,
@@ -344,8 +266,10 @@ class BertModel(nn.Module):
         x, bias = self.embed(input_ids, token_type_ids, attention_mask, attn_bias)
         hidden, attentions = [x], []
         for i, layer in enumerate(self.layers):
-            rows = last_layer_rows if i == len(self.layers) - 1 else None
-            x, probs = layer(x, bias, need_probs=output_attentions, rows=rows)
+            if last_layer_rows is not None and i == len(self.layers) - 1:
+                x, probs = layer.forward_at(x, last_layer_rows, bias, need_probs=output_attentions)
+            else:
+                x, probs = layer(x, bias, need_probs=output_attentions)
             hidden.append(x)
             attentions.append(probs)
         pooled = torch.tanh(self.pooler(x[:, 0]))  # the sequence's vector, read at [CLS]
@@ -357,7 +281,7 @@ class BertModel(nn.Module):
               ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Check the inputs, then return the layers' input x [B, T, H] (the embeddings) and the one
         attention bias that every layer uses (padding plus ``attn_bias``)."""
-        _check_inputs(self.config, input_ids, token_type_ids, attention_mask)
+        _check_encoder_inputs(self.config, input_ids, token_type_ids, attention_mask)
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         x = self.embeddings(input_ids, token_type_ids)
@@ -400,7 +324,7 @@ class BertForPreTraining(nn.Module):
         self.bert = BertModel(config, seed=seed)
         self.cls = BertPreTrainingHeads(config)
         heads_seed = None if seed is None else seed + HEADS_SEED_OFFSET
-        init_bert_weights(self.cls, config.initializer_range, _seeded_generator(heads_seed))
+        init_bert_weights(self.cls, config.initializer_range, seeded_generator(heads_seed))
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None,
@@ -474,142 +398,12 @@ def _rows_the_heads_read(masked: torch.Tensor) -> tuple[torch.Tensor, torch.Tens
     return index, masked.gather(1, index) & real
 
 
-def count_parameters(model: nn.Module) -> int:
-    """Number of trainable parameters (the tied decoder is counted once, as it is stored once)."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
-def parameter_counts(config: BertConfig) -> dict[str, int]:
-    """Parameters of :class:`BertForPreTraining` by part, from the config alone (no weights are
-    built, so BERT-large costs nothing). The decoder is tied to the word embeddings: the MLM head
-    adds only its transform and the output bias. ``count_parameters`` of the built model equals
-    the sum (a test checks it)."""
-    H, I, V = config.hidden_size, config.intermediate_size, config.vocab_size
-    layer_norm = 2 * H  # a gain and a bias per dimension
-    return {
-        "embeddings": (V + config.max_position_embeddings + config.type_vocab_size) * H + layer_norm,
-        # Q, K, V and the output projection (H x H each, with biases), the feed-forward block
-        # (H -> I -> H), two LayerNorms; times L
-        "layers": config.num_hidden_layers * (4 * (H * H + H) + (H * I + I) + (I * H + H)
-                                              + 2 * layer_norm),
-        "pooler": H * H + H,
-        "mlm head": (H * H + H) + layer_norm + V,  # transform, its LayerNorm, the output bias
-        "nsp head": 2 * H + 2,
-    }
-
-
-# ---------------------------------------------------------------- the fused masked NLL
-
-class _MaskedNLL(torch.autograd.Function):
-    """-log P(x_i | x_\\M) for each row of M straight from the hidden vectors (see
-    :func:`masked_nll`). Forward: logits z = h W^T + b, one row of V scores per masked token; one
-    max pass over each row gives the stabiliser *and* the prediction; the softmax is computed once,
-    in place, and turned into dL/dz = softmax - one-hot right away. Backward is then just the two
-    matrix products."""
-
-    @staticmethod
-    def forward(ctx, hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
-                targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        with torch.autocast(device_type=hidden.device.type, enabled=False):
-            dt = torch.promote_types(hidden.dtype, torch.float32)  # at least fp32 under AMP
-            h, W, b = hidden.to(dt), weight.to(dt), bias.to(dt)
-            z = torch.addmm(b, h, W.t())  # [|M|, V]
-            top, predictions = z.max(dim=1)
-            rows = torch.arange(h.size(0), device=h.device)
-            target_logit = z[rows, targets]
-            p = z.sub_(top[:, None]).exp_()
-            total = p.sum(dim=1)
-            nll = total.log() + top - target_logit  # logsumexp(z) - z[x_i]
-            p.div_(total[:, None])
-            p[rows, targets] -= 1.0  # d nll_i / d z_i
-        ctx.save_for_backward(h, W, p)
-        ctx.dtypes = (hidden.dtype, weight.dtype, bias.dtype)
-        ctx.mark_non_differentiable(predictions)
-        return nll, predictions
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad_nll: torch.Tensor, _grad_predictions: torch.Tensor | None):
-        h, W, dz = ctx.saved_tensors
-        g = grad_nll.to(dz.dtype)
-        with torch.autocast(device_type=h.device.type, enabled=False):
-            grad_h = (dz @ W) * g[:, None]  # scale the small matrices, never dz itself
-            grad_W = dz.t() @ (h * g[:, None])
-            grad_b = g @ dz
-        dh, dw, db = ctx.dtypes
-        return grad_h.to(dh), grad_W.to(dw), grad_b.to(db), None
-
-
-def masked_nll(hidden: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor,
-               targets: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """-log P(x_i | x_\\M) for each i in M, and the arg-max prediction, without keeping logits.
-
-    ``hidden`` is [|M|, H] (the MLM head's transformed vectors at the masked positions),
-    ``weight`` [V, H] the decoder (BERT's tied word embeddings), ``bias`` [V], ``targets`` [|M|].
-    The numbers are those of ``-target_log_probs(F.linear(hidden, weight, bias), targets)``; the
-    fused version makes two passes over the [|M|, V] scores instead of the six or so of linear +
-    log-softmax + gather and their backward (``test_loss`` checks the values and gradients
-    against the plain functions).
-    """
-    if hidden.dim() != 2 or targets.shape != hidden.shape[:1]:
-        raise ValueError(f"hidden must be [|M|, H] and targets [|M|], got {tuple(hidden.shape)} "
-                         f"and {tuple(targets.shape)}")
-    if weight.dim() != 2 or weight.size(1) != hidden.size(1) or bias.shape != weight.shape[:1]:
-        raise ValueError(f"weight must be [V, {hidden.size(1)}] and bias [V], got "
-                         f"{tuple(weight.shape)} and {tuple(bias.shape)}")
-    if targets.device.type == "cpu" and targets.numel() and (
-            targets.min() < 0 or targets.max() >= weight.size(0)):  # free on a CPU only
-        raise ValueError(f"targets must be token ids in [0, {weight.size(0)})")
-    return _MaskedNLL.apply(hidden, weight, bias, targets.long())
-
-
-# ---------------------------------------------------------------- initialisation
-
-def _seeded_generator(seed: int | None) -> torch.Generator | None:
-    """A CPU generator seeded with ``seed``, or None (the global RNG) when no seed is given."""
-    return torch.Generator().manual_seed(seed) if seed is not None else None
-
-
-def init_bert_weights(module: nn.Module, std: float, generator: torch.Generator | None = None) -> None:
-    """BERT's initialisation: weights ~ truncated normal(0, std) cut at +-2 std, biases 0, LayerNorm 1/0.
-
-    Google's TensorFlow BERT used ``tf.truncated_normal_initializer(0.02)``, which is what we do;
-    Hugging Face uses a plain (untruncated) normal. The padding row of the token embedding starts
-    at zero, as in ``nn.Embedding(padding_idx=...)``.
-    """
-    for m in module.modules():
-        if isinstance(m, (nn.Linear, nn.Embedding)):
-            truncated_normal_(m.weight, std, generator)
-            if isinstance(m, nn.Linear) and m.bias is not None:
-                nn.init.zeros_(m.bias)
-            if isinstance(m, nn.Embedding) and m.padding_idx is not None:
-                with torch.no_grad():
-                    m.weight[m.padding_idx].zero_()
-        elif isinstance(m, nn.LayerNorm):
-            nn.init.ones_(m.weight)
-            nn.init.zeros_(m.bias)
-    for name, p in module.named_parameters():
-        if name.endswith("predictions_bias"):
-            nn.init.zeros_(p)
-
-
-def truncated_normal_(t: torch.Tensor, std: float, generator: torch.Generator | None = None) -> torch.Tensor:
-    """Fill ``t`` with normal(0, std) values cut at +-2 std, redrawing those outside (as TensorFlow
-    does). Faster on CPU than ``nn.init.trunc_normal_``, whose inverse-CDF method is slow there."""
-    if t.is_meta:  # shapes only (e.g. counting parameters): nothing to fill
-        return t
-    if generator is not None and generator.device != t.device:  # e.g. built under a cuda device
-        with torch.no_grad():
-            return t.copy_(truncated_normal_(torch.empty(t.shape, dtype=t.dtype), std, generator))
-    limit = TRUNCATE_AT_STD * std
-    with torch.no_grad():
-        t.normal_(0.0, std, generator=generator)
-        bad = t.abs() > limit
-        values = torch.empty(int(bad.sum()), dtype=t.dtype, device=t.device)
-        redo = torch.ones_like(values, dtype=torch.bool)
-        while redo.any():
-            values[redo] = std * torch.randn(int(redo.sum()), generator=generator, dtype=t.dtype,
-                                             device=t.device)
-            redo = values.abs() > limit
-        t[bad] = values
-    return t
+def check_model_fits(model: nn.Module, vocab_size: int, seq_len: int) -> None:
+    """A model trained on some data must share its tokenizer's vocabulary and read sequences of
+    its length; a mismatch would otherwise surface as an index error deep inside the embeddings."""
+    if model.config.vocab_size != vocab_size:
+        raise ValueError(f"the model has a vocabulary of {model.config.vocab_size}, the "
+                         f"data's tokenizer {vocab_size}")
+    if model.config.max_position_embeddings < seq_len:
+        raise ValueError(f"the model reads at most {model.config.max_position_embeddings} "
+                         f"positions; the sequences have {seq_len}")

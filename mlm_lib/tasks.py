@@ -27,9 +27,9 @@ import torch.nn.functional as F
 from mlm_lib.batches import pad_batch
 from mlm_lib.finetune import FinetunedBert
 from mlm_lib.loop import Batch, Sums
+from mlm_lib.masking import IGNORE_INDEX  # a position without a label: cross_entropy skips it
 from mlm_lib.model import BertModel
 
-IGNORE = -100  # a position without a label: F.cross_entropy's ignore_index skips it
 MAX_ANSWER_PIECES = 16  # the longest span the span head may answer, in pieces
 
 
@@ -46,9 +46,9 @@ def _pad_rows(rows: Sequence[Sequence[int]], value: int) -> torch.Tensor:
 
 @dataclass
 class TaggedSet:
-    """Sentences as lists of words, with one label per word (``IGNORE``: no label, not scored);
-    ``label_names[k]`` names label ``k``, and label 0 is the "nothing to report" label that F1
-    leaves out, as CoNLL's "O"."""
+    """Sentences as lists of words, with one label per word (``IGNORE_INDEX``: no label, not
+    scored); ``label_names[k]`` names label ``k``, and label 0 is the "nothing to report" label
+    that F1 leaves out, as CoNLL's "O"."""
 
     words: list[list[str]]
     tags: list[list[int]]
@@ -60,7 +60,7 @@ class TaggedSet:
         for i, (w, t) in enumerate(zip(self.words, self.tags)):
             if len(w) != len(t):
                 raise ValueError(f"sentence {i} has {len(w)} words but {len(t)} tags")
-            bad = [y for y in t if y != IGNORE and not 0 <= y < len(self.label_names)]
+            bad = [y for y in t if y != IGNORE_INDEX and not 0 <= y < len(self.label_names)]
             if bad:
                 raise ValueError(f"sentence {i}: tag {bad[0]} is outside [0, {len(self.label_names)})")
 
@@ -69,20 +69,20 @@ class TaggedSet:
 
     def batch(self, tokenizer: Any, idx: Sequence[int], max_length: int) -> Batch:
         """``[CLS] pieces [SEP]`` per sentence, padded; ``labels`` [B, T] holds each word's tag at
-        its first piece and ``IGNORE`` elsewhere. Words past ``max_length`` are left out."""
+        its first piece and ``IGNORE_INDEX`` elsewhere. Words past ``max_length`` are left out."""
         rows, labels = [], []
         for i in idx:
-            ids, tags = [tokenizer.cls_id], [IGNORE]
+            ids, tags = [tokenizer.cls_id], [IGNORE_INDEX]
             for word, tag in zip(self.words[i], self.tags[i]):
                 pieces = tokenizer.encode_ids(word)
                 if len(ids) + len(pieces) > max_length - 1:
                     break
                 ids += pieces
-                tags += [tag] + [IGNORE] * (len(pieces) - 1)
+                tags += [tag] + [IGNORE_INDEX] * (len(pieces) - 1)
             rows.append(ids + [tokenizer.sep_id])
-            labels.append(tags + [IGNORE])
+            labels.append(tags + [IGNORE_INDEX])
         b = pad_batch(rows, [[0] * len(r) for r in rows], tokenizer.pad_id)
-        b["labels"] = _pad_rows(labels, IGNORE)
+        b["labels"] = _pad_rows(labels, IGNORE_INDEX)
         return b
 
 
@@ -96,12 +96,13 @@ class BertTokenClassifier(FinetunedBert):
         return self.classifier(self.dropout(h))
 
     def objective(self, b: Batch) -> tuple[torch.Tensor, Sums]:
-        """Mean cross-entropy over the labelled positions only (the rest are ``IGNORE``); the
+        """Mean cross-entropy over the labelled positions only (the rest are ``IGNORE_INDEX``); the
         accuracy there, and micro F1 over the labels other than 0: 2 TP / (2 TP + FP + FN)."""
         logits = self(b["input_ids"], b["token_type_ids"], b["attention_mask"])
         gold = b["labels"]
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), gold.flatten(), ignore_index=IGNORE)
-        scored = gold != IGNORE
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), gold.flatten(),
+                               ignore_index=IGNORE_INDEX)
+        scored = gold != IGNORE_INDEX
         pred, gold = logits.argmax(-1)[scored], gold[scored]
         n = int(scored.sum())
         tp = ((pred == gold) & (gold != 0)).sum()

@@ -89,7 +89,7 @@ class TrainConfig:
     device: str = "auto"
     amp: bool = True
     compile: bool = False
-    fused_loss: bool = True  # model.masked_nll instead of logits + log-softmax (same numbers)
+    fused_loss: bool = True  # loss.masked_nll instead of logits + log-softmax (same numbers)
     threads: int | None = None
     progress: bool = True
 

@@ -50,11 +50,8 @@ BERT_BASE_POSITIONS = 512
 
 
 class BrowserOutputs(nn.Module):
-    """Everything a page asks of the model, from one forward pass of one sequence.
-
-    The layers are called one by one (as ``BertModel.forward`` does) so that the graph skips the
-    input checks, which read the ids' values and cannot be traced; the site's parity test compares
-    every output with the library's."""
+    """Everything a page asks of the model, from one forward pass of one sequence: the encoder's
+    own forward (which skips its input checks when traced) and the two heads."""
 
     def __init__(self, model: BertForPreTraining) -> None:
         super().__init__()
@@ -63,15 +60,11 @@ class BrowserOutputs(nn.Module):
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, attn_bias: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         bert, heads = self.model.bert, self.model.cls
-        x = bert.embeddings(input_ids, token_type_ids)
-        attentions = []
-        for layer in bert.layers:
-            x, probs = layer(x, attn_bias, need_probs=True)
-            attentions.append(probs)
-        pooled = torch.tanh(bert.pooler(x[:, 0]))
-        logits = heads.mlm_logits(x, bert.embeddings.word_embeddings.weight)
+        enc = bert(input_ids, token_type_ids, attn_bias=attn_bias, output_attentions=True)
+        logits = heads.mlm_logits(enc.last_hidden_state, bert.embeddings.word_embeddings.weight)
         # [1, T, V], [1, L, A, T, T], [1, H], [1, 2]
-        return logits.log_softmax(-1), torch.stack(attentions, 1), pooled, heads.seq_relationship(pooled)
+        return (logits.log_softmax(-1), torch.stack(enc.attentions, 1), enc.pooled_output,
+                heads.seq_relationship(enc.pooled_output))
 
 
 class ClassifierOutputs(nn.Module):
@@ -83,12 +76,10 @@ class ClassifierOutputs(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, token_type_ids: torch.Tensor, attn_bias: torch.Tensor
                 ) -> torch.Tensor:
-        bert = self.model.bert
-        x = bert.embeddings(input_ids, token_type_ids)
-        for layer in bert.layers:
-            x, _ = layer(x, attn_bias, need_probs=True)  # the plain path, as the other graph
-        pooled = torch.tanh(bert.pooler(x[:, 0]))
-        return self.model.classifier(pooled).log_softmax(-1)  # [1, number of labels]
+        # the explicit attention path (output_attentions), as in the other graph; the unused
+        # probabilities are not exported
+        enc = self.model.bert(input_ids, token_type_ids, attn_bias=attn_bias, output_attentions=True)
+        return self.model.classifier(enc.pooled_output).log_softmax(-1)  # [1, number of labels]
 
 
 def export_onnx(model: BertForPreTraining | BertClassifier, path: Path) -> None:

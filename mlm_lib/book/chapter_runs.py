@@ -29,14 +29,13 @@ import torch
 
 from mlm_lib.batches import EVAL_SEED, masked_batches
 from mlm_lib.book.book_model import book_tokenizer
-from mlm_lib.causal import check_model_fits
 from mlm_lib.corpus import Document
 from mlm_lib.finetune import LabelledSet
 from mlm_lib.inference import MaskPrediction, fill_mask
 from mlm_lib.init import build_model
 from mlm_lib.loop import History
 from mlm_lib.masking import BERT_CORRUPTION, EVAL_CORRUPTION, Corruption
-from mlm_lib.model import BertForPreTraining
+from mlm_lib.model import BertForPreTraining, check_model_fits
 from mlm_lib.pretraining import PreparedData, prepare_data
 from mlm_lib.train import TrainConfig, evaluate_mlm, train
 

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
 
-from mlm_lib.model import BertConfig, parameter_counts
+from mlm_lib.config import BertConfig
+from mlm_lib.sizes import parameter_counts
 from mlm_lib.book.viz import REFERENCE_COLOR, TEXT_COLOR, TRUE_COLOR, TRUE_TEXT_COLOR
 
 WIDTH, BOX_H, GAP = 470, 30, 12

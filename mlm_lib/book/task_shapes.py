@@ -24,7 +24,8 @@ from mlm_lib.corpus import Document, load_wikipedia, train_valid_split
 from mlm_lib.finetune import (BertClassifier, FinetuneConfig, FinetunedBert, FinetuneResult,
                               LabelledSet, TaskSet, evaluate_task, finetune)
 from mlm_lib.pretraining import SPLIT_SEED, VALID_FRACTION
-from mlm_lib.tasks import IGNORE, BertSpanHead, BertTokenClassifier, SpanSet, TaggedSet
+from mlm_lib.masking import IGNORE_INDEX
+from mlm_lib.tasks import BertSpanHead, BertTokenClassifier, SpanSet, TaggedSet
 from mlm_lib.tokenizer import BasicTokenizer, WordPieceTokenizer
 
 PAIR_LABELS = ["other article", "same article"]
@@ -88,10 +89,11 @@ def same_article_pairs(docs: Sequence[Document], n: int, seed: int = 0) -> Label
 
 
 def capitalisation_tags(sentence: str) -> tuple[list[str], list[int]]:
-    """The sentence's words and, for each, 1 if it was capitalised, 0 if not; ``IGNORE`` for the
-    first word (capitalised by convention) and for words that do not start with a letter."""
+    """The sentence's words and, for each, 1 if it was capitalised, 0 if not; ``IGNORE_INDEX``
+    for the first word (capitalised by convention) and for words that do not start with a
+    letter."""
     words = _cased_words(sentence)
-    tags = [IGNORE if k == 0 or not w[0].isalpha() else int(w[0].isupper())
+    tags = [IGNORE_INDEX if k == 0 or not w[0].isalpha() else int(w[0].isupper())
             for k, w in enumerate(words)]
     return words, tags
 

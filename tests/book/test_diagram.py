@@ -9,7 +9,8 @@ import pytest
 
 from mlm_lib.book.diagram import (BOOK_PARTS, DIFFERS_COLOR, Stage, bert_diagram, book_map, flow_diagram,
                                   nsp_diagram, token_grid)
-from mlm_lib.model import BertConfig, parameter_counts
+from mlm_lib.config import BertConfig
+from mlm_lib.sizes import parameter_counts
 
 ODD = BertConfig(vocab_size=1234, hidden_size=96, num_hidden_layers=5, num_attention_heads=3,
                  intermediate_size=333, max_position_embeddings=77, type_vocab_size=2)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mlm_lib.causal import (check_model_fits, generate_left_to_right, next_token_objective,
-                            token_windows, train_next_token)
+from mlm_lib.causal import generate_left_to_right, next_token_objective, token_windows, train_next_token
 from mlm_lib.loss import mlm_loss_sum
-from mlm_lib.model import BertConfig, BertForPreTraining, attention_bias
+from mlm_lib.model import BertConfig, BertForPreTraining, attention_bias, check_model_fits
 from mlm_lib.numerics import assert_same_function
 from mlm_lib.pretraining import PreparedData
 from toy_data import toy_data

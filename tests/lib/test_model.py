@@ -7,9 +7,9 @@ import torch
 from mlm_lib.device import autocast, make_grad_scaler, pick_device
 from mlm_lib.loss import mlm_loss, mlm_loss_sum, target_log_probs
 from mlm_lib.masking import IGNORE_INDEX
-from mlm_lib.model import (BertConfig, BertForPreTraining, BertModel, attention_bias,
-                           count_parameters, parameter_counts)
+from mlm_lib.model import BertConfig, BertForPreTraining, BertModel, attention_bias
 from mlm_lib.numerics import assert_same_function
+from mlm_lib.sizes import count_parameters, parameter_counts
 from padded import padded_batch
 
 

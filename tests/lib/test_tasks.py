@@ -10,8 +10,9 @@ import torch
 import torch.nn.functional as F
 
 from mlm_lib.finetune import FinetuneConfig, evaluate_task, finetune
+from mlm_lib.masking import IGNORE_INDEX
 from mlm_lib.model import BertConfig, BertForPreTraining
-from mlm_lib.tasks import IGNORE, BertSpanHead, BertTokenClassifier, SpanSet, TaggedSet, best_spans
+from mlm_lib.tasks import BertSpanHead, BertTokenClassifier, SpanSet, TaggedSet, best_spans
 
 
 def tiny_config(vocab_size: int) -> BertConfig:
@@ -25,12 +26,12 @@ def tiny_config(vocab_size: int) -> BertConfig:
 
 def test_tags_sit_on_the_first_piece_of_each_word(tok):
     words = ["the", "unaffordable", "river"]
-    data = TaggedSet([words], [[0, 1, IGNORE]], ["o", "x"])
+    data = TaggedSet([words], [[0, 1, IGNORE_INDEX]], ["o", "x"])
     pieces = [tok.encode_ids(w) for w in words]
     assert len(pieces[1]) > 1  # a word of several pieces
     b = data.batch(tok, [0], max_length=32)
     assert b["input_ids"][0].tolist() == [tok.cls_id, *sum(pieces, []), tok.sep_id]
-    expected = [IGNORE, 0, 1] + [IGNORE] * (len(pieces[1]) - 1) + [IGNORE, IGNORE]
+    expected = [IGNORE_INDEX, 0, 1] + [IGNORE_INDEX] * (len(pieces[1]) - 1) + [IGNORE_INDEX, IGNORE_INDEX]
     assert b["labels"][0].tolist() == expected
     short = data.batch(tok, [0], max_length=1 + len(pieces[0]) + 1)  # room for "the" only
     assert short["input_ids"][0].tolist() == [tok.cls_id, *pieces[0], tok.sep_id]
@@ -38,13 +39,13 @@ def test_tags_sit_on_the_first_piece_of_each_word(tok):
 
 def test_tagging_loss_is_the_mean_over_labelled_positions_and_f1_leaves_out_label_0(tok):
     model = BertTokenClassifier.from_scratch(tiny_config(tok.vocab_size), num_labels=3, seed=0).eval()
-    data = TaggedSet([["a", "river", "town"], ["the", "sea"]], [[0, 2, 1], [IGNORE, 2]],
+    data = TaggedSet([["a", "river", "town"], ["the", "sea"]], [[0, 2, 1], [IGNORE_INDEX, 2]],
                      ["o", "x", "y"])
     b = data.batch(tok, [0, 1], max_length=16)
     with torch.no_grad():
         loss, sums = model.objective(b)
         logits = model(b["input_ids"], b["token_type_ids"], b["attention_mask"])
-    keep = b["labels"] != IGNORE
+    keep = b["labels"] != IGNORE_INDEX
     terms = -logits.log_softmax(-1)[keep].gather(-1, b["labels"][keep].unsqueeze(-1))
     assert int(keep.sum()) == 4 and math.isclose(float(loss), float(terms.mean()), rel_tol=1e-5)
     pred, gold = logits.argmax(-1)[keep], b["labels"][keep]
