@@ -33,7 +33,7 @@ def test_config_file_then_flags(tmp_path):
     assert (cfg.preset, cfg.lr, cfg.batch_size, cfg.nsp) == ("tiny", 0.005, 8, False)
     assert cfg.model["num_hidden_layers"] == 3
     book = train_config_from_args(build_parser().parse_args(["train", "--out", "x", "--preset", "book"]))
-    from mlm_lib.book.book_model import book_train_config
+    from mlm_lib.book.recipes import book_train_config
     assert book == book_train_config()
 
 
