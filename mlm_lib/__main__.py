@@ -87,8 +87,8 @@ def add_train_command(sub: Any) -> None:
                           "mlm_lib/assets/recipes/NAME.json; default: mini)")
     t.add_argument("--config", type=Path, help="JSON file with training options (see TrainConfig)")
     t.add_argument("--vocab", type=Path,
-                   help="the WordPiece vocab.txt to train with (default: the shipped model's "
-                        "8,000-piece lowercase vocabulary)")
+                   help="the WordPiece vocab.txt to train with, read lowercasing as the shipped "
+                        "one (default: the shipped model's 8,000-piece vocabulary)")
     t.add_argument("--corpus", nargs="+", default=["wikipedia"],
                    help="'wikipedia' (the embedded excerpt), 'lee', or text files (default: wikipedia)")
     t.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
