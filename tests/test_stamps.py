@@ -87,3 +87,21 @@ def test_stamps_cover_no_more_than_the_code_imports():
     for path in execute_notebooks.chapters():
         extra = import_closure.stamped_files(path) - import_closure.chapter_files(path, modules)
         assert not extra, f"{path.name}: stamped against {sorted(extra)}, which its code does not import"
+
+
+def test_make_execute_re_executes_the_stale_chapters_only(monkeypatch, capsys):
+    """``make execute`` runs the script without arguments: the chapters ``check`` calls stale, no
+    other; ``ALL=1`` (``--all``) every chapter; ``NB=`` the one named."""
+    executed: list[str] = []
+    monkeypatch.setattr(execute_notebooks, "execute", lambda path, timeout: executed.append(path.stem) or 0.0)
+    stale = [p.stem for p in execute_notebooks.chapters()
+             if execute_notebooks.check(nbformat.read(p, as_version=4), p)]
+    assert execute_notebooks.main([]) == 0
+    assert executed == stale
+    assert f"{len(stale)} of {len(execute_notebooks.chapters())} chapters are stale" in capsys.readouterr().out
+    executed.clear()
+    assert execute_notebooks.main(["--all"]) == 0
+    assert executed == [p.stem for p in execute_notebooks.chapters()]
+    executed.clear()
+    assert execute_notebooks.main([str(execute_notebooks.chapters()[3])]) == 0
+    assert executed == [execute_notebooks.chapters()[3].stem]
