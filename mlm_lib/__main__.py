@@ -239,7 +239,7 @@ def eval_recipe(a: argparse.Namespace, model_path: Path, model: BertForPreTraini
     values = {"max_seq_length": DEFAULT_EVAL_SEQ_LEN, "nsp": True}
     source = "defaults"
     if stored:
-        values = {k: stored[k] for k in ("max_seq_length", "short_seq_prob", "nsp", "seed") if k in stored}
+        values |= {k: stored[k] for k in ("max_seq_length", "short_seq_prob", "nsp", "seed") if k in stored}
         source = "the checkpoint's training recipe"
     for name, flag in (("max_seq_length", a.seq_len), ("nsp", a.nsp)):
         if flag is not None:
@@ -255,7 +255,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
     model_path = a.model or default_model_dir()
     model, tok = _load(model_path)
     cut, source = eval_recipe(a, model_path, model)
-    nsp = cut.get("nsp", True)
+    nsp = cut["nsp"]
     print(f"held-out text cut as {source}: sequences of up to {cut['max_seq_length']} pieces, "
           f"{'sentence pairs' if nsp else 'single segments'}")
     data = prepare_data(_corpus_arg(a.corpus), tok, **cut)
