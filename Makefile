@@ -1,7 +1,8 @@
 # Fill in the Blank: one entry point for the book and its library.
 #   make book     set up everything, then build the site from the chapters' committed outputs
 #   make test     set up everything, then run every test (site build, browser, library, notebooks)
-#   make execute  re-execute the chapters in place after changing them or the library (authors)
+#   make execute  re-execute the stale chapters in place after changing them or the library
+#                 (authors; ALL=1 for every chapter, NB=notebooks/07_inside_bert.ipynb for one)
 # Both work on a fresh clone: they create .venv, install torch==2.13.0 first, then the rest.
 #   make setup    .venv with what a reader needs (requirements.txt), the tests' and the site
 #                 build's packages (requirements-test.txt) and mlm_lib in editable mode
@@ -83,7 +84,7 @@ $(VENDOR)/.copied: $(NODE_MODULES)
 
 # onnxruntime-web and tokenizers.js (above) run these files: book/static/bert-live.js. The book's model
 # and the models chapters 11 and 12 save (mlm_lib/book/chapter_models.py).
-$(SITE_MODEL): $(STAMP) $(VENDOR)/.copied mlm_lib/book/browser_model.py $(wildcard mlm_lib/book/assets/book-model/*) \
+$(SITE_MODEL): $(STAMP) $(VENDOR)/.copied mlm_lib/book/browser_model.py $(wildcard mlm_lib/assets/book-model/*) \
   $(wildcard mlm_lib/book/assets/chapter-models/*/*)
 	$(PY) -m mlm_lib.book.browser_model $(VENDOR)/model
 
@@ -93,10 +94,11 @@ book: setup
 	$(BIN)/jupyter-book build . --warningiserror --keep-going
 	@echo "The site is in _build/html/index.html (serve it with: make serve)"
 
-# Re-execute chapters in place and stamp them (tests/content/test_notebooks.py checks the stamps).
-# NB=notebooks/07_inside_bert.ipynb executes one chapter; the default is all of them.
+# Re-execute chapters in place and stamp them (tests/content/test_notebooks.py checks the stamps). The
+# default is the chapters that check calls stale; ALL=1 executes every chapter and
+# NB=notebooks/07_inside_bert.ipynb one.
 execute: setup
-	$(PY) scripts/execute_notebooks.py $(NB)
+	$(PY) scripts/execute_notebooks.py $(if $(ALL),--all) $(NB)
 
 # Debian's chromium for the browser test; Playwright drives it (never 'playwright install').
 browser:

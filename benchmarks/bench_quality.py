@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> float:
     torch.set_num_threads(config.threads)
 
     t0 = time.perf_counter()
-    data = prepare_data(config, "wikipedia", book_tokenizer())
+    data = prepare_data("wikipedia", book_tokenizer(), **config.data_options())
     baselines = fit_baselines(data)
     print(f"data: {len(data.train_examples)} training sequences, {len(data.valid_examples)} held-out "
           f"(prepared in {time.perf_counter() - t0:.1f} s, not counted)", flush=True)

@@ -1,8 +1,9 @@
 """Train the book's WordPiece vocabulary and report how long it took.
 
-    python benchmarks/train_vocab.py --out mlm_lib/book/assets/wiki-vocab-8000.txt
+    python benchmarks/train_vocab.py --out mlm_lib/assets/book-model/vocab.txt
 
-reproduces the committed ``mlm_lib/book/assets/wiki-vocab-8000.txt``: 8,000 lowercase pieces trained
+reproduces the committed ``mlm_lib/assets/book-model/vocab.txt`` (the book's model's vocabulary,
+the one copy): 8,000 lowercase pieces trained
 on the training split (``train_valid_split(load_wikipedia(), 0.05, seed=0)``) of the embedded
 Wikipedia excerpt. Last line: the training time.
 """

@@ -3,7 +3,7 @@
 Two rooms. ``mlm_lib`` is the BERT a teacher reuses, one flat module per concern, named as the
 book names things:
 
-- ``tokenizer``   WordPiece encoding, identical to BERT's ``BertTokenizer``
+- ``tokenizer``   WordPiece encoding, identical to BERT's ``BertTokenizer``, and padding a batch
 - ``wordpiece``   training a WordPiece vocabulary from text
 - ``corpus``      the embedded Wikipedia excerpt, your own text files, train/validation split
 - ``pretraining`` ``[CLS] A [SEP] B [SEP]`` examples and NSP pairs, a corpus made ready to train on
@@ -26,9 +26,11 @@ book names things:
 - ``baselines``   the count models a trained BERT must beat
 - ``stats``       95% intervals for comparisons
 - ``numerics``    the tolerance for "two computations of one function agree to rounding"
+- ``packaged``    what ships in ``mlm_lib/assets``: a small pretrained BERT, its vocabulary, its recipes
 
-``mlm_lib.book`` is the book's machinery, which the library never imports: recall widgets, live
-charts, figures, experiments and their results, the book's model and vocabulary.
+``mlm_lib.book`` is the book's machinery, which the library never imports (its command line
+included): recall widgets, live charts, figures, experiments and their results, and the names the
+chapters give the shipped model, vocabulary and recipes.
 
 Submodules are imported explicitly (``from mlm_lib.loss import mlm_loss``) so that importing the
 package stays cheap.

@@ -4,7 +4,8 @@ Examples::
 
     python -m mlm_lib fill-mask "The [MASK] was steep."
     python -m mlm_lib train --preset mini --out runs/mini --time-budget 600
-    python -m mlm_lib train --config my.json --corpus notes.txt --out runs/notes
+    python -m mlm_lib train --config my.json --corpus notes.txt --vocab my-vocab.txt --out runs/notes
+    python -m mlm_lib train --config mlm_lib/assets/recipes/book-32.json --out runs/book-32
     python -m mlm_lib eval --model runs/mini/step-00001000
     torchrun --nproc_per_node 2 -m mlm_lib train --preset tiny --out runs/ddp
 """
@@ -23,13 +24,13 @@ import torch.distributed as dist
 
 from mlm_lib.baselines import fit_baselines
 from mlm_lib.batches import masked_batches
-from mlm_lib.book.book_model import BOOK_MODEL_DIR, BOOK_RECIPE, BOOK_RECIPE_32, book_tokenizer
 from mlm_lib.checkpoint import load_checkpoint, save_checkpoint
 from mlm_lib.device import init_distributed, resolve_device
 from mlm_lib.inference import fill_mask, load_model
 from mlm_lib.init import build_model
 from mlm_lib.masking import BERT_CORRUPTION, Corruption
 from mlm_lib.model import BertConfig, BertForPreTraining
+from mlm_lib.packaged import RECIPES, default_model_dir, default_vocab, recipe
 from mlm_lib.pretraining import prepare_data
 from mlm_lib.tokenizer import WordPieceTokenizer, checkpoint_tokenizer
 from mlm_lib.train import TrainConfig, default_log, evaluate_mlm, train
@@ -81,9 +82,13 @@ def add_train_command(sub: Any) -> None:
     t.add_argument("--preset", default="mini",
                    help="model size: " + ", ".join(f"{name} ({size[0]}x{size[1]})" for name, size
                                                    in BertConfig.PRESETS.items())
-                        + ", or 'book-32' then 'book' for the two stages of the book's model "
-                          "(default: mini)")
+                        + ", or " + " then ".join(f"'{name}'" for name in RECIPES)
+                        + " for the two stages of the shipped model (their recipes, "
+                          "mlm_lib/assets/recipes/NAME.json; default: mini)")
     t.add_argument("--config", type=Path, help="JSON file with training options (see TrainConfig)")
+    t.add_argument("--vocab", type=Path,
+                   help="the WordPiece vocab.txt to train with, read lowercasing as the shipped "
+                        "one (default: the shipped model's 8,000-piece vocabulary)")
     t.add_argument("--corpus", nargs="+", default=["wikipedia"],
                    help="'wikipedia' (the embedded excerpt), 'lee', or text files (default: wikipedia)")
     t.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
@@ -105,7 +110,7 @@ def add_query_commands(sub: Any) -> None:
     f = sub.add_parser("fill-mask", help="top-k fillers for each [MASK] in a sentence",
                        description='Example: python -m mlm_lib fill-mask "The [MASK] was steep."')
     f.add_argument("text", help="a sentence with one or more [MASK]")
-    f.add_argument("--model", type=Path, help="checkpoint folder (default: the book's model)")
+    f.add_argument("--model", type=Path, help="checkpoint folder (default: the shipped model)")
     f.add_argument("--top-k", type=int, default=5)
     f.add_argument("--pieces", action="store_true",
                    help="allow ##word-pieces as answers (default: whole words only)")
@@ -113,7 +118,7 @@ def add_query_commands(sub: Any) -> None:
     e = sub.add_parser("eval", help="held-out masked-token accuracy beside count baselines",
                        description="Mask --rate of the held-out split's tokens (all as [MASK]) and "
                                    "compare the model with unigram / bigram / both-neighbour counts.")
-    e.add_argument("--model", type=Path, help="checkpoint folder (default: the book's model)")
+    e.add_argument("--model", type=Path, help="checkpoint folder (default: the shipped model)")
     e.add_argument("--corpus", nargs="+", default=["wikipedia"])
     e.add_argument("--rate", type=float, default=0.15, help="masking rate at evaluation (0.15)")
     e.add_argument("--seq-len", type=int, default=None,
@@ -127,8 +132,7 @@ def add_query_commands(sub: Any) -> None:
 
 def train_config_from_args(a: argparse.Namespace) -> TrainConfig:
     """Preset, then --config JSON, then flags: later wins."""
-    recipes = {"book": BOOK_RECIPE, "book-32": BOOK_RECIPE_32}
-    values: dict[str, Any] = dict(recipes[a.preset]) if a.preset in recipes else {"preset": a.preset}
+    values: dict[str, Any] = recipe(a.preset) if a.preset in RECIPES else {"preset": a.preset}
     values["model"] = dict(values.get("model", {}))
     if a.config:
         try:
@@ -173,7 +177,8 @@ def cmd_train(a: argparse.Namespace) -> int:
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     dist_info = init_distributed(resolve_device(cfg.device))
-    data = prepare_data(cfg, _corpus_arg(a.corpus), book_tokenizer())
+    tokenizer = WordPieceTokenizer.from_vocab_file(a.vocab or default_vocab(), do_lower_case=True)
+    data = prepare_data(_corpus_arg(a.corpus), tokenizer, **cfg.data_options())
     baselines = fit_baselines(data) if dist_info.is_main else None
     model = build_model(**cfg.model_options(data.tokenizer.vocab_size))
     out = Path(a.out)
@@ -208,7 +213,7 @@ def cmd_train(a: argparse.Namespace) -> int:
 
 def _load(model_path: Path | None) -> tuple[BertForPreTraining, WordPieceTokenizer]:
     if model_path is None:
-        model_path = BOOK_MODEL_DIR
+        model_path = default_model_dir()
     model = load_model(model_path)
     tok = checkpoint_tokenizer(model_path)
     if tok.vocab_size != model.config.vocab_size:
@@ -226,40 +231,42 @@ def cmd_fill_mask(a: argparse.Namespace) -> int:
 
 
 def eval_recipe(a: argparse.Namespace, model_path: Path, model: BertForPreTraining
-                ) -> tuple[TrainConfig, str]:
-    """How to cut the held-out text: as the checkpoint was trained (its stored ``train_config``),
-    unless flags say otherwise, so that a model is scored on the kind of input it learned from."""
+                ) -> tuple[dict[str, Any], str]:
+    """How to cut the held-out text (the arguments of ``prepare_data``): as the checkpoint was
+    trained (its stored ``train_config``), unless flags say otherwise, so that a model is scored
+    on the kind of input it learned from."""
     stored = load_checkpoint(model_path, weights_only=True).extra.get("train_config")
     values = {"max_seq_length": DEFAULT_EVAL_SEQ_LEN, "nsp": True}
     source = "defaults"
     if stored:
-        values = {k: stored[k] for k in ("max_seq_length", "short_seq_prob", "nsp", "seed") if k in stored}
+        values |= {k: stored[k] for k in ("max_seq_length", "short_seq_prob", "nsp", "seed") if k in stored}
         source = "the checkpoint's training recipe"
     for name, flag in (("max_seq_length", a.seq_len), ("nsp", a.nsp)):
         if flag is not None:
             values[name] = flag
             source += f", {name} from the command line"
     values["max_seq_length"] = min(values["max_seq_length"], model.config.max_position_embeddings)
-    return TrainConfig(**values), source
+    return values, source
 
 
 def cmd_eval(a: argparse.Namespace) -> int:
     if a.threads:
         torch.set_num_threads(a.threads)
-    model_path = a.model or BOOK_MODEL_DIR
+    model_path = a.model or default_model_dir()
     model, tok = _load(model_path)
-    cfg, source = eval_recipe(a, model_path, model)
-    print(f"held-out text cut as {source}: sequences of up to {cfg.max_seq_length} pieces, "
-          f"{'sentence pairs' if cfg.nsp else 'single segments'}")
-    data = prepare_data(cfg, _corpus_arg(a.corpus), tok)
+    cut, source = eval_recipe(a, model_path, model)
+    nsp = cut["nsp"]
+    print(f"held-out text cut as {source}: sequences of up to {cut['max_seq_length']} pieces, "
+          f"{'sentence pairs' if nsp else 'single segments'}")
+    data = prepare_data(_corpus_arg(a.corpus), tok, **cut)
     corruption = Corruption(select=a.rate, mask=1.0, random=0.0, keep=0.0)
     batches = masked_batches(data.valid_examples, tok, corruption, max_examples=a.max_examples)
-    r = evaluate_mlm(model, batches, nsp=cfg.nsp, baselines=fit_baselines(data))
+    r = evaluate_mlm(model, batches, nsp=nsp, baselines=fit_baselines(data))
     print(f"held-out masked tokens:   {r['num_masked']}")
     for name in ("unigram", "left_bigram", "both_neighbours"):
         print(f"{name + ' baseline:':25s} {r[name + '_acc']:.4f}")
     print(f"{'model accuracy:':25s} {r['mlm_acc']:.4f} (loss {r['mlm_loss']:.3f})")
-    if cfg.nsp:
+    if nsp:
         print(f"{'NSP accuracy:':25s} {r['nsp_acc']:.4f}")
     print(f"accuracy_over_unigram: {r['mlm_acc'] / max(r['unigram_acc'], 1e-12):.2f}")
     return 0

@@ -15,6 +15,7 @@ import torch
 
 from mlm_lib.masking import EVAL_CORRUPTION, Corruption, mask_tokens, word_starts
 from mlm_lib.pretraining import PretrainingExample
+from mlm_lib.tokenizer import pad_batch
 
 # The held-out M is drawn from this seed, whatever the training seed, so that runs with
 # different seeds are scored on the same blanks.
@@ -23,22 +24,6 @@ EVAL_BATCH_SIZE = 64
 # (seed, epoch) -> one integer seed for that epoch's order; a prime larger than any epoch count,
 # so two (seed, epoch) pairs never share an order.
 EPOCH_SEED_STRIDE = 1_000_003
-
-
-def pad_batch(input_ids: Sequence[Sequence[int]], token_type_ids: Sequence[Sequence[int]],
-              pad_id: int) -> dict[str, torch.Tensor]:
-    """Right-pad rows of token ids and segment ids into [B, T] LongTensors, with the
-    ``attention_mask`` (1 = real token, 0 = padding) that keeps attention off the padding."""
-    width = max((len(row) for row in input_ids), default=0)
-    ids = torch.full((len(input_ids), width), pad_id, dtype=torch.long)
-    types = torch.zeros((len(input_ids), width), dtype=torch.long)
-    mask = torch.zeros((len(input_ids), width), dtype=torch.long)
-    for i, (row, segments) in enumerate(zip(input_ids, token_type_ids, strict=True)):
-        n = len(row)
-        ids[i, :n] = torch.tensor(row, dtype=torch.long)
-        types[i, :n] = torch.tensor(segments, dtype=torch.long)
-        mask[i, :n] = 1
-    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
 
 
 def collate(examples: Sequence[PretrainingExample], pad_id: int) -> dict[str, torch.Tensor]:

@@ -177,16 +177,17 @@ class PreparedData:
     train_documents: list[Document]
 
 
-def prepare_data(cfg: Any, corpus: str | os.PathLike | Sequence[str | os.PathLike] | Sequence[Document],
-                 tokenizer: Any, valid_fraction: float = VALID_FRACTION) -> PreparedData:
+def prepare_data(corpus: str | os.PathLike | Sequence[str | os.PathLike] | Sequence[Document],
+                 tokenizer: Any, max_seq_length: int = 128, short_seq_prob: float = 0.1,
+                 nsp: bool = True, seed: int = 0, valid_fraction: float = VALID_FRACTION) -> PreparedData:
     """Documents of ``corpus`` (what :func:`~mlm_lib.corpus.load_corpus` reads, or the documents
-    themselves) -> train/valid split -> ``tokenizer`` -> examples, cut as ``cfg`` (a
-    :class:`~mlm_lib.train.TrainConfig`) says: sequence length, short share, NSP."""
+    themselves) -> train/valid split -> ``tokenizer`` -> examples, cut as
+    :func:`create_pretraining_examples` cuts them (a training run passes its config's four values:
+    ``TrainConfig.data_options()``)."""
     given = not isinstance(corpus, (str, os.PathLike)) and len(corpus) and isinstance(corpus[0], Document)
     docs = list(corpus) if given else load_corpus(corpus)
     train_docs, valid_docs = train_valid_split(docs, valid_fraction=valid_fraction, seed=SPLIT_SEED)
-    kw = dict(max_seq_length=cfg.max_seq_length, short_seq_prob=cfg.short_seq_prob, nsp=cfg.nsp)
-    train_ex = create_pretraining_examples(train_docs, tokenizer, seed=cfg.seed, **kw)
-    valid_ex = create_pretraining_examples(valid_docs, tokenizer, seed=cfg.seed + VALID_SEED_OFFSET, **kw)
+    kw = dict(max_seq_length=max_seq_length, short_seq_prob=short_seq_prob, nsp=nsp)
+    train_ex = create_pretraining_examples(train_docs, tokenizer, seed=seed, **kw)
+    valid_ex = create_pretraining_examples(valid_docs, tokenizer, seed=seed + VALID_SEED_OFFSET, **kw)
     return PreparedData(tokenizer, list(train_ex), list(valid_ex), list(train_docs))
-

@@ -28,7 +28,6 @@ from typing import Iterable, Sequence
 
 import torch
 
-from mlm_lib.batches import pad_batch
 from mlm_lib.files import read_text
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
@@ -352,6 +351,22 @@ class WordPieceTokenizer:
             ids = [i for i in ids if i not in drop]
         toks = self.convert_ids_to_tokens(ids)
         return " ".join(toks).replace(" ##", "").strip()
+
+
+def pad_batch(input_ids: Sequence[Sequence[int]], token_type_ids: Sequence[Sequence[int]],
+              pad_id: int) -> dict[str, torch.Tensor]:
+    """Right-pad rows of token ids and segment ids into [B, T] LongTensors, with the
+    ``attention_mask`` (1 = real token, 0 = padding) that keeps attention off the padding."""
+    width = max((len(row) for row in input_ids), default=0)
+    ids = torch.full((len(input_ids), width), pad_id, dtype=torch.long)
+    types = torch.zeros((len(input_ids), width), dtype=torch.long)
+    mask = torch.zeros((len(input_ids), width), dtype=torch.long)
+    for i, (row, segments) in enumerate(zip(input_ids, token_type_ids, strict=True)):
+        n = len(row)
+        ids[i, :n] = torch.tensor(row, dtype=torch.long)
+        types[i, :n] = torch.tensor(segments, dtype=torch.long)
+        mask[i, :n] = 1
+    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
 
 
 def checkpoint_tokenizer(folder: str | os.PathLike) -> WordPieceTokenizer:

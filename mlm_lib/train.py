@@ -120,6 +120,12 @@ class TrainConfig:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def data_options(self) -> dict[str, Any]:
+        """The arguments of :func:`~mlm_lib.pretraining.prepare_data` that cut the corpus into
+        this run's examples: sequence length, share of short sequences, NSP pairs, seed."""
+        return {"max_seq_length": self.max_seq_length, "short_seq_prob": self.short_seq_prob,
+                "nsp": self.nsp, "seed": self.seed}
+
     def model_options(self, vocab_size: int) -> dict[str, Any]:
         """The arguments of :func:`~mlm_lib.init.build_model` for this run: the preset's
         ``BertConfig`` (plus ``model`` overrides) sized for the tokenizer and the sequence

@@ -51,8 +51,8 @@ MODEL_SHAPE = ("num_hidden_layers", "hidden_size", "num_attention_heads", "inter
 def chapter_data(max_seq_length: int = 64, nsp: bool = False, seed: int = 0) -> PreparedData:
     """The Wikipedia excerpt cut into examples with the book's tokenizer (cached per process:
     every run of a chapter trains on exactly the same examples, tokenized once)."""
-    cfg = TrainConfig(max_seq_length=max_seq_length, short_seq_prob=0.0, nsp=nsp, seed=seed)
-    return prepare_data(cfg, "wikipedia", book_tokenizer())
+    return prepare_data("wikipedia", book_tokenizer(), max_seq_length=max_seq_length,
+                        short_seq_prob=0.0, nsp=nsp, seed=seed)
 
 
 def _micro_config(**overrides: Any) -> TrainConfig:

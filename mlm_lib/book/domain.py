@@ -20,7 +20,6 @@ from pathlib import Path
 from mlm_lib.book.book_model import ASSETS, book_tokenizer
 from mlm_lib.corpus import Document, load_python_docs
 from mlm_lib.pretraining import PreparedData, prepare_data
-from mlm_lib.train import TrainConfig
 
 PYTHON_DOCS = ASSETS / "python-docs-topics.json.gz"
 # A fifth of the 79 topics held out: whole topics, so no held-out sentence has a neighbour in training.
@@ -35,8 +34,8 @@ def python_docs() -> list[Document]:
 @functools.lru_cache(maxsize=2)
 def domain_data(max_seq_length: int = 64) -> PreparedData:
     """Python's documentation cut into examples with the book's tokenizer (cached per process)."""
-    cfg = TrainConfig(max_seq_length=max_seq_length, short_seq_prob=0.0, nsp=False, seed=0)
-    return prepare_data(cfg, python_docs(), book_tokenizer(), valid_fraction=DOMAIN_VALID_FRACTION)
+    return prepare_data(python_docs(), book_tokenizer(), max_seq_length=max_seq_length,
+                        short_seq_prob=0.0, nsp=False, seed=0, valid_fraction=DOMAIN_VALID_FRACTION)
 
 
 def write_python_docs(path: Path = PYTHON_DOCS) -> Path:

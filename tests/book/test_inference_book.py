@@ -6,8 +6,8 @@ import time
 
 from mlm_lib.baselines import fit_baselines
 from mlm_lib.batches import masked_batches
-from mlm_lib.book.book_model import (BOOK_MODEL_DIR, BOOK_RECIPE_32, book_model, book_model_tokenizer,
-                                book_train_config)
+from mlm_lib.book.book_model import BOOK_MODEL_DIR, BOOK_RECIPE_32, book_model, book_model_tokenizer
+from mlm_lib.book.recipes import book_train_config
 from mlm_lib.checkpoint import load_checkpoint
 from mlm_lib.pretraining import prepare_data
 from mlm_lib.train import TrainConfig, evaluate_mlm
@@ -45,7 +45,7 @@ def test_loads_in_seconds_and_fills_a_blank():
 def test_beats_the_unigram_baseline_on_held_out_text():
     model, tok = book_model(), book_model_tokenizer()
     cfg = book_train_config()
-    data = prepare_data(cfg, "wikipedia", tok)
+    data = prepare_data("wikipedia", tok, **cfg.data_options())
     batches = masked_batches(data.valid_examples, tok)
     r = evaluate_mlm(model, batches, nsp=False, baselines=fit_baselines(data))
     # the recipe's point: more than frequencies (unigram) and more than one side (left bigram);

@@ -3,7 +3,8 @@
 The site renders the outputs stored in `notebooks/` and executes nothing; nbval re-executes every
 chapter and compares the checked cells. This test closes the gap between the two: every chapter is
 fully executed, in order, without errors, with the widget state its outputs need, and no older
-than its own code or the library files it imported (`scripts/execute_notebooks.py` stamps both).
+than its own code or the library files it imported (`scripts/execute_notebooks.py` stamps both,
+and its ``check`` is what this test and `make execute` call stale).
 """
 
 from __future__ import annotations
@@ -17,47 +18,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
-WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
-FIX = "re-execute it: make execute NB={}"
-
-
-def check(nb: nbformat.NotebookNode, path: Path) -> list[str]:
-    """Every reason this notebook's stored outputs cannot be trusted (empty when they can)."""
-    problems = []
-    name = path.relative_to(ROOT).as_posix()
-    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
-    counts = [c.get("execution_count") for c in code]
-    if counts != list(range(1, len(code) + 1)):
-        problems.append(f"{name}: not executed top to bottom in one kernel (execution counts {counts})")
-    for c in code:
-        for out in c.get("outputs", []):
-            if out.get("output_type") == "error":
-                problems.append(f"{name}: cell {c.get('execution_count')} stored an error ({out.get('ename')})")
-    views = {out["data"][WIDGET_VIEW]["model_id"] for c in code for out in c.get("outputs", [])
-             if WIDGET_VIEW in out.get("data", {})}
-    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
-    missing = sorted(views - set(state))
-    if missing:
-        problems.append(f"{name}: {len(missing)} widget view(s) without saved widget state "
-                        f"(the site would draw nothing), e.g. {missing[0]}")
-    stamp = nb.metadata.get(execute_notebooks.STAMP_KEY, {}).get("executed")
-    if not stamp:
-        problems.append(f"{name}: no execution stamp; {FIX.format(name)}")
-        return problems
-    if stamp["code_sha256"] != execute_notebooks.code_hash(nb):
-        problems.append(f"{name}: a code cell changed since it was executed; {FIX.format(name)}")
-    for rel, digest in stamp["library_sha256"].items():
-        file = ROOT / rel
-        if not file.is_file():
-            problems.append(f"{name}: executed against {rel}, which no longer exists; {FIX.format(name)}")
-        elif execute_notebooks.sha256_bytes(file.read_bytes()) != digest:
-            problems.append(f"{name}: older than {rel}, which changed since; {FIX.format(name)}")
-    for asset in execute_notebooks.asset_files(path):
-        rel = asset.relative_to(ROOT).as_posix()
-        if rel not in stamp["library_sha256"]:
-            problems.append(f"{name}: executed before {rel} existed; {FIX.format(name)}")
-    return problems
+WIDGET_VIEW = execute_notebooks.WIDGET_VIEW
+# The check that `make execute` also runs to choose the chapters it re-executes: one definition.
+check = execute_notebooks.check
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

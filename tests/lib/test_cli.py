@@ -33,7 +33,7 @@ def test_config_file_then_flags(tmp_path):
     assert (cfg.preset, cfg.lr, cfg.batch_size, cfg.nsp) == ("tiny", 0.005, 8, False)
     assert cfg.model["num_hidden_layers"] == 3
     book = train_config_from_args(build_parser().parse_args(["train", "--out", "x", "--preset", "book"]))
-    from mlm_lib.book.book_model import book_train_config
+    from mlm_lib.book.recipes import book_train_config
     assert book == book_train_config()
 
 
@@ -91,3 +91,20 @@ def test_eval_cuts_the_text_as_the_checkpoint_was_trained(capsys):
     out = capsys.readouterr().out
     assert "nsp from the command line" in out and "up to 32 pieces, sentence pairs" in out
 
+
+
+def test_train_uses_the_given_vocabulary(tmp_path, capsys):
+    from mlm_lib.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n\n".join("The river was near the road. A bridge was on the hill." for _ in range(8)))
+    vocab = tmp_path / "vocab.txt"
+    WordPieceTokenizer(list(SPECIAL_TOKENS) + "the river was near road . a bridge on hill".split()).save_vocab(vocab)
+    out = tmp_path / "run"
+    assert main(["train", "--corpus", str(corpus), "--vocab", str(vocab), "--out", str(out),
+                 "--preset", "tiny", "--layers", "1", "--hidden", "32", "--heads", "2",
+                 "--batch-size", "4", "--seq-len", "16", "--max-steps", "1", "--threads", "1",
+                 "--no-nsp", "--quiet"]) == 0
+    assert (out / "vocab.txt").read_bytes() == vocab.read_bytes()
+    assert load_checkpoint(latest_checkpoint(out)).config["vocab_size"] == 15
+    capsys.readouterr()

@@ -42,8 +42,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 # Needed by the library and shipped with it (mlm_lib/book/assets); tests/lib/test_package_data.py checks the
 # patterns, this the built files.
-ASSETS = ["mlm_lib/book/assets/wiki-vocab-8000.txt", "mlm_lib/book/assets/book-model/model.safetensors",
-          "mlm_lib/book/assets/book-model/checkpoint.json", "mlm_lib/book/assets/book-model/vocab.txt"]
+ASSETS = ["mlm_lib/assets/book-model/model.safetensors", "mlm_lib/assets/book-model/checkpoint.json",
+          "mlm_lib/assets/book-model/vocab.txt", "mlm_lib/assets/recipes/book-32.json",
+          "mlm_lib/assets/recipes/book.json"]
 ASSET_FOLDERS = ["mlm_lib/book/assets/results/", "mlm_lib/book/assets/recall/"]
 TEST_ONLY = ["pytest", "nbval", "hypothesis", "playwright", "transformers", "jupyter-book", "build"]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"

@@ -1,7 +1,7 @@
-"""The installed package carries every asset the library loads: the book's vocabulary, its model
-and the experiments' results files. A file under ``mlm_lib/book/assets`` that no package-data pattern
-in pyproject.toml matches would be missing from the wheel, and ``load_results`` or ``book_model``
-would fail outside the repository."""
+"""The installed package carries every asset the library loads: the shipped model, its vocabulary
+and recipes (``mlm_lib/assets``), the book's results files and recall items (``mlm_lib/book/assets``).
+A file under either that no package-data pattern in pyproject.toml matches would be missing from
+the wheel, and ``load_results`` or ``book_model`` would fail outside the repository."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGE = ROOT / "mlm_lib" / "book"
+PACKAGES = {"mlm_lib": ROOT / "mlm_lib", "mlm_lib.book": ROOT / "mlm_lib" / "book"}
 
 
-def _patterns() -> list[str]:
+def _patterns(package: str) -> list[str]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    return config["tool"]["setuptools"]["package-data"]["mlm_lib.book"]
+    return config["tool"]["setuptools"]["package-data"][package]
 
 
 def unshipped(files: list[str], patterns: list[str]) -> list[str]:
@@ -25,11 +27,14 @@ def unshipped(files: list[str], patterns: list[str]) -> list[str]:
             if not any(fnmatch(f, p) and f.count("/") == p.count("/") for p in patterns)]
 
 
-def test_every_asset_ships_with_the_package():
-    assets = sorted(p.relative_to(PACKAGE).as_posix() for p in (PACKAGE / "assets").rglob("*")
+@pytest.mark.parametrize("package, expected", [("mlm_lib", "assets/book-model/"),
+                                               ("mlm_lib.book", "assets/results/")])
+def test_every_asset_ships_with_the_package(package, expected):
+    folder = PACKAGES[package]
+    assets = sorted(p.relative_to(folder).as_posix() for p in (folder / "assets").rglob("*")
                     if p.is_file())
-    assert any(a.startswith("assets/results/") for a in assets), "no results files found"
-    missing = unshipped(assets, _patterns())
+    assert any(a.startswith(expected) for a in assets), f"no {expected} files found"
+    missing = unshipped(assets, _patterns(package))
     assert not missing, f"not in [tool.setuptools.package-data] of pyproject.toml: {missing}"
 
 

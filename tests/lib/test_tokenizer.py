@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 
 from mlm_lib.corpus import load_lee, load_wikipedia
 from mlm_lib.files import sha256_file
-from mlm_lib.book.book_model import ASSETS, BOOK_VOCAB, bert_base_uncased_vocab, book_tokenizer
+from mlm_lib.book.book_model import BOOK_VOCAB, bert_base_uncased_vocab, book_model_tokenizer, book_tokenizer
+from mlm_lib.packaged import default_model_dir, default_tokenizer
 from mlm_lib.tokenizer import (BasicTokenizer, SPECIAL_TOKENS, WordPieceTokenizer,
                                checkpoint_tokenizer)
 from mlm_lib.wordpiece import train_wordpiece
@@ -242,13 +243,18 @@ def test_book_tokenizer():
 
 
 def test_book_model_vocab_is_the_book_vocab():
-    """The book's model folder keeps its own vocab.txt (a checkpoint is self-contained); it is the
-    book's vocabulary byte for byte, so book_tokenizer() is the model's tokenizer."""
-    folder = ASSETS / "book-model"
-    assert (folder / "vocab.txt").read_bytes() == BOOK_VOCAB.read_bytes()
+    """The book's vocabulary is one file, the vocab.txt of the model's folder (a checkpoint is
+    self-contained, and Hugging Face reads it there), which the model's manifest vouches for; the
+    book's tokenizer, the model's and the library's shipped one are one loader of it."""
+    folder = default_model_dir()
+    assert BOOK_VOCAB == folder / "vocab.txt"
     manifest = json.loads((folder / "checkpoint.json").read_text(encoding="utf-8"))
     assert manifest["sha256"]["vocab.txt"] == sha256_file(BOOK_VOCAB)
-    assert checkpoint_tokenizer(folder).vocab == book_tokenizer().vocab
+    assert book_model_tokenizer is book_tokenizer
+    assert checkpoint_tokenizer(folder).vocab == book_tokenizer().vocab == default_tokenizer().vocab
+    package = folder.parents[1]
+    shipped = sorted(p.relative_to(package).as_posix() for p in package.rglob("*vocab*.txt"))
+    assert shipped == ["assets/book-model/vocab.txt"], "one vocabulary file, in the model's folder"
 
 
 def test_checkpoint_tokenizer_looks_in_the_folder_then_its_run(tmp_path):
