@@ -104,6 +104,10 @@ class LoopState:
     step: int = 0
     elapsed: float = 0.0  # training seconds (evaluation and saving not counted)
     history: History = field(default_factory=History)
+    # Raises TrainingDiverged if a loss so far was not finite; train_loop sets it. A callback that
+    # keeps the weights (a checkpoint) calls it first: between log steps the loop has not read the
+    # record on a GPU, and a saved checkpoint must not hold a diverged model.
+    check_finite: Callable[[], None] = field(default=lambda: None, repr=False, compare=False)
 
 
 class TrainingDiverged(RuntimeError):
@@ -175,6 +179,7 @@ def train_loop(model: nn.Module, objective: Objective, batches: Iterator[list[Ba
     the loss back every step would make the host wait for the device every step)."""
     state, dist = state or LoopState(), dist or DistInfo()
     metrics, logged_at, nonfinite = Metrics(), state.elapsed, _FirstNonFinite()
+    state.check_finite = lambda: nonfinite.check(optimizer, dist, state.step)
     bar = tqdm(total=end_step, initial=state.step, disable=not (progress and dist.is_main),
                desc=desc, dynamic_ncols=True)
     model.train()

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from mlm_lib.batches import pad_batch
+from mlm_lib.tokenizer import pad_batch
 from mlm_lib.finetune import FinetunedBert
 from mlm_lib.loop import Batch, Sums
 from mlm_lib.masking import IGNORE_INDEX  # a position without a label: cross_entropy skips it

@@ -309,6 +309,7 @@ class _PretrainingRun:
             if state.step < end_step and self.cfg.eval_every and state.step % self.cfg.eval_every == 0:
                 self.run_eval()
             if state.step < end_step and self.cfg.save_every and state.step % self.cfg.save_every == 0:
+                state.check_finite()  # never save a diverged model (a GPU loop reads at log steps)
                 self.save()
         return after_step
 

@@ -47,3 +47,31 @@ def test_the_loop_stops_at_the_bad_step_before_the_optimizer_takes_it(log_every)
                    log_every=log_every, callbacks=[lambda s: seen.append(s.step)])
     assert seen == list(range(1, bad_step))  # the callbacks never saw the bad step
     assert all(torch.isfinite(p).all() for p in model.parameters())
+
+
+def test_a_callback_can_ask_whether_the_run_is_still_finite_before_it_saves():
+    """Between log steps a GPU loop has not read its record; a checkpointing callback asks first
+    (state.check_finite), and the question reads the record. Simulated here: the record is noted
+    by hand as a GPU loop would note it, after the loop's own check."""
+    model = nn.Linear(2, 1)
+
+    def objective(m: nn.Module, batch: dict) -> tuple[torch.Tensor, dict]:
+        loss = m(batch["x"]).pow(2).mean()
+        return loss, {"loss": (loss.detach(), 1)}
+
+    asked = []
+
+    def save(state) -> None:
+        state.check_finite()  # finite so far: returns
+        asked.append(state.step)
+
+    batches = ([{"x": torch.ones(4, 2)}] for _ in itertools.count())
+    state = train_loop(model, objective, batches, torch.optim.SGD(model.parameters(), lr=0.1), None, 3,
+                       log_every=10, callbacks=[save])
+    assert asked == [1, 2, 3]
+    record = _FirstNonFinite()
+    record.note(torch.tensor(float("nan")), 4)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    state.check_finite = lambda: record.check(optimizer, DistInfo(), 4)
+    with pytest.raises(TrainingDiverged, match="step 4"):
+        save(state)
