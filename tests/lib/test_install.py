@@ -46,7 +46,9 @@ ASSETS = ["mlm_lib/assets/book-model/model.safetensors", "mlm_lib/assets/book-mo
           "mlm_lib/assets/book-model/vocab.txt", "mlm_lib/assets/recipes/book-32.json",
           "mlm_lib/assets/recipes/book.json"]
 ASSET_FOLDERS = ["mlm_lib/book/assets/results/", "mlm_lib/book/assets/recall/"]
-TEST_ONLY = ["pytest", "nbval", "hypothesis", "playwright", "transformers", "jupyter-book", "build"]
+TEST_ONLY = ["pytest", "nbval", "hypothesis", "playwright", "jupyter-book", "build"]
+# The Hugging Face libraries the chapters call: a reader installs them.
+HF_READER = ["transformers", "datasets", "tokenizers", "accelerate"]
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 # The fresh environment of the chapter run: the notebook stack of a Colab or Binder kernel, no mlm_lib.
 # A kernel's notebook stack, with the [book] packages the cheap chapter uses (Colab ships them).
@@ -283,7 +285,7 @@ def test_first_cell_script_puts_the_cell_after_the_title_and_is_idempotent():
 
 def test_reader_requirements_hold_no_test_tools_and_the_test_file_holds_them():
     reader = _requirements(ROOT / "requirements.txt")
-    assert {"torch", "ipywidgets", "matplotlib", "altair", "ipykernel"} <= set(reader)
+    assert {"torch", "ipywidgets", "matplotlib", "altair", "ipykernel", *HF_READER} <= set(reader)
     assert not set(reader) & set(TEST_ONLY)
     assert set(TEST_ONLY) <= set(_requirements(ROOT / "requirements-test.txt"))
 

@@ -1,4 +1,4 @@
-"""Chapter 12's full-size-BERT section, on local folders: the code a reader online runs on
+"""Chapter 12's Hugging Face folders section, on local folders: the code a reader online runs on
 bert-base-uncased (load_hf_bert, load_hf_tokenizer, score_blanks, save_hf_bert) runs here on the
 book's model exported as a Hugging Face folder, checked against transformers, and on the
 pretrained MiniLM encoder, which has no MLM head."""
