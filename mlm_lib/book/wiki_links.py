@@ -32,6 +32,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mlm_lib.corpus import MIN_SENTENCES, _wikipedia_path, clean_wiki_text, split_sentences
 from mlm_lib.spans import _words_with_positions
@@ -265,7 +266,8 @@ def task_files(read: Sequence[str], unread: Sequence[str]) -> dict[Path, str]:
     out = {}
     for split, titles in (("train", read), ("test", unread)):
         out[TAGGING_FILES[split]] = conll_text(tagged_sentences(titles, SIZES[split]))
-        out[SQUAD_FILES[split]] = json.dumps(link_questions(list(titles), QUESTIONS[split]), separators=(",", ":"),
+        questions = link_questions(list(titles), QUESTIONS[split])
+        out[SQUAD_FILES[split]] = json.dumps(questions, separators=(",", ":"),
                                              ensure_ascii=False) + "\n"
     return out
 
@@ -277,3 +279,47 @@ def write_task_files(read: Sequence[str], unread: Sequence[str]) -> list[Path]:
     for path, text in files.items():
         path.write_text(text, encoding="utf-8")
     return list(files)
+
+
+# ---------------------------------------------------------------- reading them back
+
+def load_link_tagging() -> Any:
+    """The CoNLL files as a ``datasets.DatasetDict`` (train, test) with columns ``tokens`` and
+    ``tags`` (a ``ClassLabel`` of ``TAGS``), the layout of the Hub's ``conll2003``; ``datasets``
+    has no CoNLL reader for local files, so the columns are read here."""
+    import datasets  # slow to import; only the readers need it
+    features = datasets.Features({"tokens": datasets.Sequence(datasets.Value("string")),
+                                  "tags": datasets.Sequence(datasets.ClassLabel(names=TAGS))})
+    splits = {}
+    for split, path in TAGGING_FILES.items():
+        sentences = read_conll(path)
+        splits[split] = datasets.Dataset.from_dict(
+            {"tokens": [w for w, _ in sentences], "tags": [[TAGS.index(t) for t in ts]
+                                                           for _, ts in sentences]},
+            features=features)
+    return datasets.DatasetDict(splits)
+
+
+def _flatten_squad(batch: dict[str, list]) -> dict[str, list]:
+    out: dict[str, list] = {"id": [], "title": [], "context": [], "question": [], "answers": []}
+    for title, paragraphs in zip(batch["title"], batch["paragraphs"]):
+        for p in paragraphs:
+            for qa in p["qas"]:
+                out["id"].append(qa["id"])
+                out["title"].append(title)
+                out["context"].append(p["context"])
+                out["question"].append(qa["question"])
+                out["answers"].append({"text": [a["text"] for a in qa["answers"]],
+                                       "answer_start": [a["answer_start"] for a in qa["answers"]]})
+    return out
+
+
+def load_link_questions() -> Any:
+    """The SQuAD files through ``datasets.load_dataset("json", field="data")``, flattened to the
+    columns of the Hub's ``squad`` (``id``, ``title``, ``context``, ``question``, ``answers`` with
+    ``text`` and ``answer_start`` lists)."""
+    import datasets
+    datasets.disable_progress_bars()  # a bar per split and per map: noise in a chapter's output
+    raw = datasets.load_dataset("json", data_files={k: str(v) for k, v in SQUAD_FILES.items()},
+                                field="data")
+    return raw.map(_flatten_squad, batched=True, remove_columns=raw["train"].column_names)
