@@ -15,7 +15,7 @@ from mlm_lib.model import BertConfig
 from mlm_lib.tasks import BertSpanHead, BertTokenClassifier
 
 PANEL_W, TOKEN_W, TOKEN_H = 250, 28, 22
-FONT = "font-family='DejaVu Sans, Arial, sans-serif' font-size='11'"
+FAMILY = "font-family='DejaVu Sans, Arial, sans-serif'"
 A_FILL, B_FILL, SPECIAL_FILL, HEAD_FILL = "#e8f0fa", "#fff1e3", "#f3f3f3", "#fff1e3"
 
 
@@ -33,7 +33,8 @@ def shape_heads(config: BertConfig, num_labels: dict[str, int]) -> dict[str, Fin
 
 
 def _text(x: float, y: float, s: str, extra: str = "", color: str = TEXT_COLOR) -> str:
-    return (f"<text x='{x}' y='{y}' text-anchor='middle' fill='{color}' {FONT} {extra}>"
+    size = "" if "font-size" in extra else "font-size='11'"
+    return (f"<text x='{x}' y='{y}' text-anchor='middle' fill='{color}' {FAMILY} {size} {extra}>"
             f"{escape(s)}</text>")
 
 
