@@ -28,7 +28,10 @@ from mlm_lib.tokenizer import pad_batch
 from mlm_lib.finetune import FinetunedBert
 from mlm_lib.loop import Batch, Sums
 from mlm_lib.masking import IGNORE_INDEX  # a position without a label: cross_entropy skips it
+from mlm_lib.metrics import entity_scores, exact_match, squad_f1
 from mlm_lib.model import BertModel
+from mlm_lib.spans import (Answer, Window, encode_words, nbest_answers, question_windows,
+                           word_predictions)
 
 MAX_ANSWER_PIECES = 16  # the longest span the span head may answer, in pieces
 
@@ -201,3 +204,124 @@ class BertSpanHead(FinetunedBert):
         n = b["start_positions"].numel()
         exact = ((s == b["start_positions"]) & (e == b["end_positions"])).sum()
         return loss, {"loss": (loss.detach() * n, n), "exact_match": (exact, n)}
+
+
+# ---------------------------------------------------------------- the field's formats and scores
+
+STRIDE = 32  # pieces between two windows' starts over a long context (BERT's doc_stride)
+N_BEST = 20  # start and end candidates per window (BERT's run_squad.py)
+
+
+@dataclass
+class WindowSet:
+    """Question-answering examples cut into windows (:func:`~mlm_lib.spans.question_windows`):
+    the training unit of a span head is a window, not an example. ``example[k]`` is the example
+    window ``k`` came from."""
+
+    windows: list[Window]
+    example: list[int]
+
+    def __len__(self) -> int:
+        return len(self.windows)
+
+    def batch(self, tokenizer: Any, idx: Sequence[int], max_length: int) -> Batch:
+        """The windows, padded, with ``context_mask``, ``start_positions`` and ``end_positions``
+        (a window without the answer has none and is refused: train on :func:`windows_for`'s
+        ``answered_only`` set)."""
+        chosen = [self.windows[i] for i in idx]
+        if any(len(w.input_ids) > max_length for w in chosen):
+            raise ValueError(f"a window is longer than max_length={max_length}: cut them with it")
+        if any(w.start_position is None for w in chosen):
+            raise ValueError("a window without its answer has no start and end to train on")
+        b = pad_batch([w.input_ids for w in chosen], [w.token_type_ids for w in chosen],
+                      tokenizer.pad_id)
+        b["context_mask"] = _pad_rows([w.context_mask for w in chosen], 0)
+        b["start_positions"] = torch.tensor([w.start_position for w in chosen], dtype=torch.long)
+        b["end_positions"] = torch.tensor([w.end_position for w in chosen], dtype=torch.long)
+        return b
+
+
+def windows_for(tokenizer: Any, questions: Sequence[str], contexts: Sequence[str],
+                answers: Sequence[tuple[int, int] | None], max_length: int,
+                stride: int = STRIDE, answered_only: bool = False) -> WindowSet:
+    """Every example's windows (``answers``: each answer's characters ``(first, end)`` in its
+    context). ``answered_only``: keep just the windows that hold their whole answer, the ones a
+    span head restricted to B can be trained on (BERT points the others at ``[CLS]``, for
+    SQuAD 2.0's unanswerable questions; here every question has an answer)."""
+    windows, example = [], []
+    for i, (q, c, a) in enumerate(zip(questions, contexts, answers, strict=True)):
+        for w in question_windows(tokenizer, q, c, max_length, stride, a):
+            if not answered_only or w.start_position is not None:
+                windows.append(w)
+                example.append(i)
+    return WindowSet(windows, example)
+
+
+@torch.no_grad()
+def predict_answers(model: BertSpanHead, tokenizer: Any, questions: Sequence[str],
+                    contexts: Sequence[str], max_length: int, stride: int = STRIDE,
+                    n_best: int = N_BEST, max_answer_pieces: int = MAX_ANSWER_PIECES,
+                    batch_size: int = 64) -> list[list[Answer]]:
+    """Each question's n-best answers over all the windows of its context, best first
+    (:func:`~mlm_lib.spans.nbest_answers`); an empty list when no window gave a valid span."""
+    model.eval()
+    device = next(model.parameters()).device
+    ws = windows_for(tokenizer, questions, contexts, [None] * len(questions), max_length, stride)
+    starts, ends = [], []
+    for lo in range(0, len(ws), batch_size):
+        chosen = ws.windows[lo:lo + batch_size]
+        b = pad_batch([w.input_ids for w in chosen], [w.token_type_ids for w in chosen],
+                      tokenizer.pad_id)
+        mask = _pad_rows([w.context_mask for w in chosen], 0)
+        s, e = model(*(b[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask")),
+                     mask.to(device))
+        starts += list(s.cpu())
+        ends += list(e.cpu())
+    out = []
+    for i, context in enumerate(contexts):
+        mine = [k for k, j in enumerate(ws.example) if j == i]
+        out.append(nbest_answers([ws.windows[k] for k in mine], [starts[k] for k in mine],
+                                 [ends[k] for k in mine], context, n_best, max_answer_pieces))
+    return out
+
+
+def squad_scores(predictions: Sequence[str], truths: Sequence[Sequence[str]]) -> dict[str, float]:
+    """Mean exact match and F1 over questions, SQuAD's way (:mod:`mlm_lib.metrics`)."""
+    if len(predictions) != len(truths) or not truths:
+        raise ValueError(f"{len(predictions)} predictions for {len(truths)} questions")
+    n = len(truths)
+    return {"exact_match": sum(exact_match(p, t) for p, t in zip(predictions, truths)) / n,
+            "f1": sum(squad_f1(p, t) for p, t in zip(predictions, truths)) / n}
+
+
+@torch.no_grad()
+def predict_tags(model: BertTokenClassifier, tokenizer: Any, sentences: Sequence[Sequence[str]],
+                 max_length: int, batch_size: int = 128) -> list[list[int]]:
+    """Each word's predicted label, read at its first piece; a word past the model's
+    ``max_length`` gets label 0 (no prediction is "nothing to report")."""
+    model.eval()
+    device = next(model.parameters()).device
+    out = []
+    for lo in range(0, len(sentences), batch_size):
+        rows, word_ids = [], []
+        for words in sentences[lo:lo + batch_size]:
+            ids, wids = encode_words(tokenizer, words)
+            ids, wids = ids[:max_length - 2], wids[:max_length - 2]
+            rows.append([tokenizer.cls_id, *ids, tokenizer.sep_id])
+            word_ids.append([None, *wids, None])
+        b = pad_batch(rows, [[0] * len(r) for r in rows], tokenizer.pad_id)
+        pred = model(*(b[k].to(device) for k in ("input_ids", "token_type_ids",
+                                                  "attention_mask"))).argmax(-1).cpu()
+        for k, words in enumerate(sentences[lo:lo + batch_size]):
+            out.append(word_predictions(word_ids[k], pred[k].tolist(), len(words)))
+    return out
+
+
+def tagging_scores(model: BertTokenClassifier, tokenizer: Any, data: TaggedSet,
+                   max_length: int) -> dict[str, float]:
+    """Entity-level precision, recall and F1, CoNLL's way, of the model's tags on ``data``
+    (its ``label_names`` in BIO form, label 0 ``O``)."""
+    pred = predict_tags(model, tokenizer, data.words, max_length)
+    name = data.label_names
+    return entity_scores([[name[t] if t != IGNORE_INDEX else "O" for t in tags] for tags in data.tags],
+                         [[name[t] for t in tags] for tags in pred])

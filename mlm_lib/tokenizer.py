@@ -49,7 +49,7 @@ def _is_control(ch: str) -> bool:
     return unicodedata.category(ch).startswith("C")
 
 
-def _is_punctuation(ch: str) -> bool:
+def is_punctuation(ch: str) -> bool:
     cp = ord(ch)
     # BERT treats every non-alphanumeric ASCII character as punctuation, e.g. "$", "^" and "`".
     if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
@@ -121,7 +121,7 @@ class BasicTokenizer:
         out: list[str] = []
         word: list[str] = []
         for ch in chunk:
-            if _is_punctuation(ch):
+            if is_punctuation(ch):
                 if word:
                     out.append("".join(word))
                     word = []

@@ -1,12 +1,13 @@
-"""BERT's task shapes on labels the text gives for free, trained on articles the book's model read
-and tested on the five it never read.
+"""BERT's task shapes, trained on articles the book's model read and tested on the five it never
+read.
 
-- a **pair** task, ``[CLS] A [SEP] B [SEP]``: are A and B sentences of the same article?
-- a **tagging** task, a label per word: which words were capitalised in the original text? The
-  book's tokenizer lowercases, so the model sees none of it; names must be told from context
-  (the sentence's first word, capitalised by convention, is not scored);
-- a **span** task, SQuAD's shape: A is a sentence with a word blanked out, B the sentence after it,
-  which uses the same word; the answer is where that word stands in B.
+- a **pair** task, ``[CLS] A [SEP] B [SEP]``: are A and B sentences of the same article? (a label
+  the text gives for free);
+- a **tagging** task, a label per word: which words did a Wikipedia editor link? (CoNLL columns
+  built by :mod:`mlm_lib.book.wiki_links`, BIO tags, scored by entity-level F1);
+- a **span** task, SQuAD's shape: the question is the title of a page an editor linked, the
+  context the paragraph, the answer the words linked to it (SQuAD JSON, cut into windows of the
+  model's 64 positions, scored by exact match and F1).
 
 Each is fine-tuned from the book's pretrained encoder and from a random one of the same shape, by
 the same :func:`~mlm_lib.finetune.finetune` call; :func:`task_run` does one task for one seed.
@@ -16,33 +17,27 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mlm_lib.book import wiki_links
 from mlm_lib.book.book_model import book_model, book_model_tokenizer
 from mlm_lib.corpus import Document, load_wikipedia, train_valid_split
 from mlm_lib.finetune import (BertClassifier, FinetuneConfig, FinetunedBert, FinetuneResult,
-                              LabelledSet, TaskSet, evaluate_task, finetune)
+                              LabelledSet, evaluate_task, finetune)
 from mlm_lib.pretraining import SPLIT_SEED, VALID_FRACTION
-from mlm_lib.masking import IGNORE_INDEX
-from mlm_lib.tasks import BertSpanHead, BertTokenClassifier, SpanSet, TaggedSet
-from mlm_lib.tokenizer import BasicTokenizer, WordPieceTokenizer
+from mlm_lib.tasks import (STRIDE, BertSpanHead, BertTokenClassifier, TaggedSet, WindowSet,
+                           predict_answers, squad_scores, tagging_scores, windows_for)
 
 PAIR_LABELS = ["other article", "same article"]
-CASE_LABELS = ["lower case", "capitalised"]
 MIN_WORDS = 6  # shorter "sentences" are mostly list items and headings left in the excerpt
 MAX_PIECES = 64  # the book's model has 64 positions
-# Words too common to make a blank worth finding: the span task blanks a word of four letters or
-# more that is none of these.
-COMMON = frozenset("""that this with from were have which their they there them than then also
-been into more most such these those when where what while would could should other only some
-many much very over after before about being both each even first made make like between under
-within without through during against among because since until upon will shall""".split())
 ENCODERS = ("pretrained encoder", "random encoder")
 # One recipe for every task and both encoders: chapter 12's (its random encoder gets no
 # longer run here: that comparison is chapter 12's).
 FINETUNE = dict(epochs=3, batch_size=16, lr=5e-4, max_length=MAX_PIECES)
-SIZES = {"train": 480, "test": 180}  # examples of each task from read / unread articles
+SIZES = {"train": 480, "test": 180}  # pairs from read / unread articles (the files' sizes:
+# mlm_lib.book.wiki_links.SIZES)
 
 
 def _usable(doc: Document) -> list[str]:
@@ -56,13 +51,6 @@ def read_and_unread() -> tuple[list[Document], list[Document]]:
     read, unread = train_valid_split(load_wikipedia(), valid_fraction=VALID_FRACTION,
                                      seed=SPLIT_SEED)
     return list(read), list(unread)
-
-
-CASED = BasicTokenizer(do_lower_case=False)  # BERT's word splitting, the case kept
-
-
-def _cased_words(sentence: str) -> list[str]:
-    return CASED.tokenize(sentence)
 
 
 def same_article_pairs(docs: Sequence[Document], n: int, seed: int = 0) -> LabelledSet:
@@ -88,85 +76,80 @@ def same_article_pairs(docs: Sequence[Document], n: int, seed: int = 0) -> Label
     return LabelledSet(a, labels, PAIR_LABELS, pairs=b)
 
 
-def capitalisation_tags(sentence: str) -> tuple[list[str], list[int]]:
-    """The sentence's words and, for each, 1 if it was capitalised, 0 if not; ``IGNORE_INDEX``
-    for the first word (capitalised by convention) and for words that do not start with a
-    letter."""
-    words = _cased_words(sentence)
-    tags = [IGNORE_INDEX if k == 0 or not w[0].isalpha() else int(w[0].isupper())
-            for k, w in enumerate(words)]
-    return words, tags
+@dataclass
+class QuestionSet:
+    """Questions on contexts, SQuAD's columns flattened: the training unit is a window of the
+    context that holds the answer (``windows``), the test unit the question, answered over every
+    window of its context."""
+
+    questions: list[str]
+    contexts: list[str]
+    answers: list[str]
+    starts: list[int]  # each answer's first character in its context
+
+    def __len__(self) -> int:
+        return len(self.questions)
+
+    def spans(self) -> list[tuple[int, int]]:
+        return [(s, s + len(a)) for s, a in zip(self.starts, self.answers)]
+
+    def windows(self, answered_only: bool = True) -> WindowSet:
+        return windows_for(book_model_tokenizer(), self.questions, self.contexts, self.spans(),
+                           MAX_PIECES, STRIDE, answered_only)
 
 
-def capitalisation_task(docs: Sequence[Document], n: int, seed: int = 0) -> TaggedSet:
-    """``n`` sentences drawn from ``docs``, each word tagged by its original case."""
-    pool = sorted({s for d in docs for s in _usable(d)})
-    if len(pool) < n:
-        raise ValueError(f"asked for {n} sentences, the articles have {len(pool)}")
-    words, tags = zip(*(capitalisation_tags(s) for s in random.Random(seed).sample(pool, n)))
-    return TaggedSet(list(words), list(tags), CASE_LABELS)
+def link_tagging_sets() -> tuple[TaggedSet, TaggedSet]:
+    """The editors' links as (training, test) tagged sentences, read through ``datasets``."""
+    data = wiki_links.load_link_tagging()
+    return tuple(TaggedSet([list(w) for w in data[split]["tokens"]],
+                           [list(t) for t in data[split]["tags"]], wiki_links.TAGS)
+                 for split in ("train", "test"))
 
 
-def _blank_example(a: str, b: str, rng: random.Random, tokenizer: WordPieceTokenizer
-                   ) -> tuple[str, list[str], int] | None:
-    """(A with one word blanked at every occurrence, B's words, where the word stands in B), or
-    None when A and B share no word worth blanking or the pair does not fit the model."""
-    words_a, words_b = a.lower().split(), _cased_words(b.lower())
-    shared = sorted({w for w in _cased_words(a.lower()) if len(w) >= 4 and w.isalpha()
-                     and w not in COMMON} & set(words_b))
-    if not shared:
-        return None
-    word = rng.choice(shared)
-    question = " ".join("[MASK]" if w.strip(".,;:()\"'") == word else w for w in words_a)
-    if "[MASK]" not in question:  # the word stands in A only inside a longer token ("word's")
-        return None
-    if len(tokenizer.encode_ids(question)) + len(tokenizer.encode_ids(" ".join(words_b))) + 3 > MAX_PIECES:
-        return None
-    return question, words_b, words_b.index(word)
-
-
-def blank_in_b_task(docs: Sequence[Document], n: int, seed: int = 0) -> SpanSet:
-    """``n`` (A, B) pairs of consecutive sentences, in a seeded order: A with a word blanked, and
-    the span of B that fills it (the word's first place in B)."""
-    rng, tokenizer = random.Random(seed), book_model_tokenizer()
-    pairs = [(a, b) for d in docs for a, b in zip(d.sentences, d.sentences[1:])]
-    rng.shuffle(pairs)
-    found = []
-    for a, b in pairs:
-        ex = _blank_example(a, b, rng, tokenizer)
-        if ex is not None:
-            found.append(ex)
-            if len(found) == n:
-                return SpanSet([q for q, _, _ in found], [c for _, c, _ in found],
-                               [(k, k) for _, _, k in found])
-    raise ValueError(f"asked for {n} examples, the articles give {len(found)}")
+def link_question_sets() -> tuple[QuestionSet, QuestionSet]:
+    """The link questions as (training, test) sets, read through ``datasets``."""
+    data = wiki_links.load_link_questions()
+    return tuple(QuestionSet(list(d["question"]), list(d["context"]),
+                             [a["text"][0] for a in d["answers"]],
+                             [a["answer_start"][0] for a in d["answers"]])
+                 for d in (data["train"], data["test"]))
 
 
 @dataclass(frozen=True)
 class TaskShape:
-    """One task: how its data is drawn, its head, and the measure the chapter compares."""
+    """One task: its head, and the measure the chapter compares (the first of ``measures``)."""
 
-    make_data: Callable[[Sequence[Document], int, int], TaskSet]
     head: type[FinetunedBert]
     head_args: dict[str, int]
-    measure: str
+    measures: tuple[str, ...]
+
+    @property
+    def measure(self) -> str:
+        return self.measures[0]
 
 
 TASKS = {
-    "pair": TaskShape(same_article_pairs, BertClassifier, {"num_labels": 2}, "accuracy"),
-    "tagging": TaskShape(capitalisation_task, BertTokenClassifier, {"num_labels": 2}, "f1"),
-    "span": TaskShape(blank_in_b_task, BertSpanHead, {}, "exact_match"),
+    "pair": TaskShape(BertClassifier, {"num_labels": 2}, ("accuracy",)),
+    "tagging": TaskShape(BertTokenClassifier, {"num_labels": len(wiki_links.TAGS)},
+                         ("f1", "precision", "recall")),
+    "span": TaskShape(BertSpanHead, {}, ("exact_match", "f1")),
 }
 
 
 @functools.lru_cache(maxsize=len(TASKS))
-def task_data(task: str) -> tuple[TaskSet, TaskSet]:
+def task_data(task: str) -> tuple:
     """(training set from read articles, test set from the five unread ones); the same for every
     seed, so seeds differ only in the head's start (and the random encoder's), the data order and
     dropout."""
-    read, unread = read_and_unread()
-    make = TASKS[task].make_data
-    return make(read, SIZES["train"], 0), make(unread, SIZES["test"], 0)
+    if task == "pair":
+        read, unread = read_and_unread()
+        return (same_article_pairs(read, SIZES["train"], 0),
+                same_article_pairs(unread, SIZES["test"], 0))
+    if task == "tagging":
+        return link_tagging_sets()
+    if task == "span":
+        return link_question_sets()
+    raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
 
 
 def task_model(task: str, encoder: str, seed: int) -> FinetunedBert:
@@ -179,11 +162,29 @@ def task_model(task: str, encoder: str, seed: int) -> FinetunedBert:
     raise ValueError(f"encoder must be one of {ENCODERS}, got {encoder!r}")
 
 
+def task_scores(task: str, model: FinetunedBert) -> dict[str, float]:
+    """The model's loss on the unread articles and its task's measures, as the field scores them:
+    accuracy; entity-level F1 (CoNLL); exact match and F1 of the best answer over all windows
+    (SQuAD; no answer is the empty string)."""
+    tokenizer = book_model_tokenizer()
+    test = task_data(task)[1]
+    if task == "pair":
+        return evaluate_task(model, tokenizer, test, MAX_PIECES)
+    if task == "tagging":
+        loss = evaluate_task(model, tokenizer, test, MAX_PIECES)["loss"]
+        return {**tagging_scores(model, tokenizer, test, MAX_PIECES), "loss": loss}
+    loss = evaluate_task(model, tokenizer, test.windows(), MAX_PIECES)["loss"]
+    nbest = predict_answers(model, tokenizer, test.questions, test.contexts, MAX_PIECES)
+    best = [n[0].text if n else "" for n in nbest]
+    return {**squad_scores(best, [[a] for a in test.answers]), "loss": loss}
+
+
 def task_run(task: str, encoder: str, seed: int) -> tuple[FinetuneResult, dict[str, float]]:
     """Fine-tune one head from one encoder with FINETUNE's recipe; its scores on the unread
     articles."""
-    train_set, test_set = task_data(task)
-    tokenizer = book_model_tokenizer()
+    train_set = task_data(task)[0]
+    if task == "span":
+        train_set = train_set.windows()
     cfg = FinetuneConfig(**FINETUNE, seed=seed, progress=False)
-    run = finetune(task_model(task, encoder, seed), tokenizer, train_set, cfg)
-    return run, evaluate_task(run.model, tokenizer, test_set, MAX_PIECES)
+    run = finetune(task_model(task, encoder, seed), book_model_tokenizer(), train_set, cfg)
+    return run, task_scores(task, run.model)

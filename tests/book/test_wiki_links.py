@@ -1,0 +1,58 @@
+"""The editors'-links task files: rebuilt byte for byte from gensim's excerpt, in their fields'
+formats, read back through `datasets`, and their links where the markup put them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mlm_lib.book.task_shapes import read_and_unread
+from mlm_lib.book.wiki_links import (SQUAD_FILES, TAGGING_FILES, TAGS, _unmark, link_agreement,
+                                     linked_paragraphs, load_link_questions, load_link_tagging,
+                                     read_conll, task_files)
+from mlm_lib.metrics import bio_entities
+
+
+def test_the_files_rebuild_byte_for_byte():
+    read, unread = read_and_unread()
+    rebuilt = task_files([d.title for d in read], [d.title for d in unread])
+    assert set(rebuilt) == {*TAGGING_FILES.values(), *SQUAD_FILES.values()}
+    for path, text in rebuilt.items():
+        assert path.read_text(encoding="utf-8") == text, f"{path.name} differs from its rebuild"
+        assert path.stat().st_size < 300_000
+
+
+def test_links_become_spans_of_the_cleaned_text():
+    raw = ("'''Aristotle''' was a [[Greeks|Greek]] [[philosopher]] born in "
+           "[[Stagira (ancient city)|Stagira]], taught by [[Plato#Life| Plato ]] and "
+           "pictured in [[File:Bust.jpg|thumb|A [[bust]]]] long ago here.")
+    (p,) = linked_paragraphs("Aristotle", raw)
+    found = [(p.text[l.first:l.end], l.page) for l in p.links]
+    assert found == [("Greek", "Greeks"), ("philosopher", "philosopher"),
+                     ("Stagira", "Stagira (ancient city)"), ("Plato", "Plato"),
+                     ("bust", "bust")]  # gensim keeps a file's caption, and so its links
+    assert "  " not in p.text and "[[" not in p.text
+    assert _unmark("a \u27e6page\u27ea words") is None  # a cut link is refused
+
+
+def test_the_files_are_conll_and_squad_and_load_through_datasets():
+    tagged = load_link_tagging()
+    assert tagged["test"].features["tags"].feature.names == TAGS
+    sentences = read_conll(TAGGING_FILES["test"])
+    assert [list(s) for s in tagged["test"]["tokens"]] == [w for w, _ in sentences]
+    assert sum(len(bio_entities(t)) for _, t in sentences) > 100
+    questions = load_link_questions()
+    assert set(questions["test"].column_names) == {"id", "title", "context", "question", "answers"}
+    raw = json.loads(SQUAD_FILES["test"].read_text(encoding="utf-8"))
+    n = sum(len(p["qas"]) for a in raw["data"] for p in a["paragraphs"])
+    assert questions["test"].num_rows == n
+    for row in questions["train"]:
+        (text,), (start,) = row["answers"]["text"], row["answers"]["answer_start"]
+        assert row["context"][start:start + len(text)] == text
+        assert text.lower() != row["question"].lower()
+
+
+def test_link_agreement_counts_unlinked_mentions():
+    counts = link_agreement(["Aristotle"])
+    assert counts["linked"] > 0 and counts["unlinked"] > 0
