@@ -220,5 +220,5 @@ def comparison_table(counts: dict[str, Counts], probes: dict[str, tuple[int, int
     for word in next(iter(counts.values())).cut:
         rows.append((f"{word} cut by M", [f"{c.cut[word]:,}" for c in counts.values()]))
     if probes:
-        rows.append(("special random draws", [f"{probes[n][0]:,} of {probes[n][1]:,}" for n in names]))
+        rows.append(("specials among probe draws", [f"{probes[n][0]:,} of {probes[n][1]:,}" for n in names]))
     return text_table(["", *names], [[label, *values] for label, values in rows])
