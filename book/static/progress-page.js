@@ -6,7 +6,7 @@
   "use strict";
   var GYM_PAGE = "book/gym.html";
 
-  function el(tag, text, cls) {
+  function textElement(tag, text, cls) {
     var e = document.createElement(tag);
     if (text !== undefined) e.textContent = text;
     if (cls) e.className = cls;
@@ -14,7 +14,7 @@
   }
 
   function link(href, text) {
-    var a = el("a", text);
+    var a = textElement("a", text);
     a.href = href;
     return a;
   }
@@ -48,7 +48,7 @@
     var unique = Object.keys(ids).map(function (id) { return ids[id]; });
     var book = P.tally(unique, answers);
     var missed = book.committed - book.right;
-    var summary = el("p", "", "progress-summary");
+    var summary = textElement("p", "", "progress-summary");
     summary.append("You have answered " + book.answered + " of the book’s " + book.total +
       " questions" + (unique.length < items.length ?
       " (a question asked on two pages counts once)." : "."));
@@ -59,37 +59,37 @@
     }
     report.appendChild(summary);
     if (!P.persistent()) {
-      report.appendChild(el("p", "This browser does not let the site keep your answers (a " +
+      report.appendChild(textElement("p", "This browser does not let the site keep your answers (a " +
         "private window, or storage turned off): they are forgotten when you leave a page.",
         "progress-warning"));
     }
 
-    var table = el("table", undefined, "progress-table");
-    table.appendChild(el("caption", "Recall questions answered, chapter by chapter"));
-    var head = el("tr");
+    var table = textElement("table", undefined, "progress-table");
+    table.appendChild(textElement("caption", "Recall questions answered, chapter by chapter"));
+    var head = textElement("tr");
     ["Chapter", "Answered", "True-or-false and multiple choice"].forEach(function (h) {
-      var th = el("th", h);
+      var th = textElement("th", h);
       th.scope = "col";
       head.appendChild(th);
     });
-    table.appendChild(el("thead")).appendChild(head);
-    var body = table.appendChild(el("tbody"));
+    table.appendChild(textElement("thead")).appendChild(head);
+    var body = table.appendChild(textElement("tbody"));
     pages.forEach(function (p) {
-      var tr = el("tr");
+      var tr = textElement("tr");
       tr.dataset.url = p.url;
-      var th = el("th");
+      var th = textElement("th");
       th.scope = "row";
       th.appendChild(link(root + p.url, p.chapter));
-      var done = el("td");
+      var done = textElement("td");
       done.dataset.answered = p.answered;
       done.dataset.total = p.total;
       done.append(p.answered + " of " + p.total);
-      var bar = el("progress");
+      var bar = textElement("progress");
       bar.max = p.total;
       bar.value = p.answered;
       bar.setAttribute("aria-hidden", "true");
       done.append(" ", bar);
-      var right = el("td", !p.choice ? "none on this page" : !p.committed ? "none committed yet" :
+      var right = textElement("td", !p.choice ? "none on this page" : !p.committed ? "none committed yet" :
         p.right + " right of " + p.committed + " committed");
       right.dataset.right = p.right;
       right.dataset.committed = p.committed;
@@ -101,19 +101,19 @@
   }
 
   function clearControls(report, items, count) {
-    var box = el("div", undefined, "progress-clear");
-    var start = el("button", "Clear my answers");
+    var box = textElement("div", undefined, "progress-clear");
+    var start = textElement("button", "Clear my answers");
     start.type = "button";
     start.disabled = !count;
-    var confirmBox = el("div", undefined, "progress-confirm");
+    var confirmBox = textElement("div", undefined, "progress-confirm");
     confirmBox.hidden = true;
-    var question = el("p", "Forget all " + count + " answers kept in this browser? This cannot " +
+    var question = textElement("p", "Forget all " + count + " answers kept in this browser? This cannot " +
       "be undone.");
-    var yes = el("button", "Yes, clear them");
-    var no = el("button", "Cancel");
+    var yes = textElement("button", "Yes, clear them");
+    var no = textElement("button", "Cancel");
     yes.type = no.type = "button";
     confirmBox.append(question, yes, " ", no);
-    var done = el("p", "", "progress-cleared");
+    var done = textElement("p", "", "progress-cleared");
     done.setAttribute("role", "status");
     start.addEventListener("click", function () {
       confirmBox.hidden = false;
