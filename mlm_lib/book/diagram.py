@@ -302,15 +302,15 @@ def book_map(parts: Sequence[tuple[str, Sequence[tuple[str, str]]]] = BOOK_PARTS
             x = LEFT + 150 + k * (MAP_CHAPTER_W + 8)
             fill = HEAD_FILL if caption == parts[0][0] else ENCODER_FILL
             parts_svg.append(
-                f"<a href='{escape(stem)}.ipynb' aria-label='Chapter {int(stem[:2])}: {escape(label)}'>"
+                f"<a href='{escape(stem)}.ipynb'>"
                 f"<rect x='{x}' y='{y}' width='{MAP_CHAPTER_W}' "
                 f"height='{MAP_BOX_H}' rx='5' fill='{fill}' stroke='{REFERENCE_COLOR}'/>"
                 f"<text x='{x + MAP_CHAPTER_W / 2}' y='{y + 16}' text-anchor='middle' fill='{TEXT_COLOR}' "
-                f"{FONT} font-weight='bold'>{int(stem[:2])}</text><text x='{x + MAP_CHAPTER_W / 2}' "
+                f"{FONT} font-weight='bold'>chapter {int(stem[:2])}</text><text x='{x + MAP_CHAPTER_W / 2}' "
                 f"y='{y + 32}' text-anchor='middle' fill='{TEXT_COLOR}' {FONT}>{escape(label)}</text></a>")
         y += MAP_BOX_H + 12
-    # Not role='img': its links must stay reachable (an image's children are not); the title
-    # names the drawing and each link names its chapter.
+    # Not role='img': its links must stay reachable (an image's children are not); each link is
+    # named by its visible text, the chapter's number and what it takes apart.
     label = escape("A map of the book. Before BERT: " + "; ".join(before) + ". Then masked language "
                    "modelling, and the chapters: " + "; ".join(
                        f"{caption}: " + ", ".join(f"{int(s[:2])} {lab}" for s, lab in chapters)

@@ -91,7 +91,7 @@ def test_a_bad_grid_names_its_problem(rows, message):
 
 def test_the_map_links_every_chapter_once_and_says_what_came_before():
     svg = book_map()
-    links = re.findall(r"<a href='([^']+)' aria-label='Chapter \d+: [^']+'>", svg)
+    links = re.findall(r"<a href='([^']+)'>", svg)
     stems = [stem for _, chapters in BOOK_PARTS for stem, _ in chapters]
     assert links == [f"{s}.ipynb" for s in stems]
     text = _text(svg)
