@@ -261,18 +261,18 @@ BOOK_PARTS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
         ("03_the_log", "log"), ("04_the_minus_sign", "minus sign"),
         ("05_masked_only_sum", "Σ over M only"))),
     ("Around the formula", (
-        ("06_corrupting_the_input", "80/10/10, mask rate"), ("07_inside_bert", "inside BERT"),
+        ("06_corrupting_the_input", "corruption"), ("07_inside_bert", "inside BERT"),
         ("08_both_directions", "both directions"), ("09_wordpiece", "WordPiece"))),
     ("Training BERT", (
         ("10_pretraining", "pretraining"), ("11_next_sentence_prediction", "[CLS] and NSP"),
         ("12_fine_tuning", "fine-tuning"), ("13_task_shapes", "task shapes"))),
     ("Closing", (
-        ("14_one_sentence", "one sentence, end to end"), ("15_after_mlm", "after MLM"))),
+        ("14_one_sentence", "one sentence"), ("15_after_mlm", "after MLM"))),
 )
 # What came before BERT, and what masked language modelling changed (chapter 0's paragraph).
 BEFORE_BERT = ("static word vectors: one vector per word, whatever the context",
                "left-to-right language models: context from one side at a time")
-MAP_CHAPTER_W, MAP_BOX_H, MAP_ROW_GAP = 118, 40, 30
+MAP_CHAPTER_W, MAP_BOX_H, MAP_ROW_GAP, MAP_LABEL_W = 124, 40, 30, 180
 
 
 def book_map(parts: Sequence[tuple[str, Sequence[tuple[str, str]]]] = BOOK_PARTS,
@@ -280,7 +280,7 @@ def book_map(parts: Sequence[tuple[str, Sequence[tuple[str, str]]]] = BOOK_PARTS
     """An SVG map of the book: what came before BERT at the top, then a row per part, a box per
     chapter (its number and what it takes apart), each box a link to its chapter's notebook (the
     site's build points the links at the chapter's page)."""
-    width = LEFT + max(len(ch) for _, ch in parts) * (MAP_CHAPTER_W + 8) + 150
+    width = LEFT + max(len(ch) for _, ch in parts) * (MAP_CHAPTER_W + 8) + MAP_LABEL_W
     parts_svg = [f"<text x='{LEFT}' y='18' fill='{TEXT_COLOR}' {FAMILY} font-size='14' font-weight='bold'>"
                  "Before BERT, and the book's chapters</text>"]
     y = 30
@@ -299,7 +299,7 @@ def book_map(parts: Sequence[tuple[str, Sequence[tuple[str, str]]]] = BOOK_PARTS
         parts_svg.append(f"<text x='{LEFT}' y='{y + MAP_BOX_H / 2 + 4}' fill='{TEXT_COLOR}' {FONT} "
                          f"font-weight='bold'>{escape(caption)}</text>")
         for k, (stem, label) in enumerate(chapters):
-            x = LEFT + 150 + k * (MAP_CHAPTER_W + 8)
+            x = LEFT + MAP_LABEL_W + k * (MAP_CHAPTER_W + 8)
             fill = HEAD_FILL if caption == parts[0][0] else ENCODER_FILL
             parts_svg.append(
                 f"<a href='{escape(stem)}.ipynb'>"
