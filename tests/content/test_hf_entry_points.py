@@ -77,6 +77,13 @@ def entry_points(sources: list[str]) -> set[str]:
             elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in PACKAGES:
                 for a in node.names:
                     aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            elif isinstance(node, (ast.Assign, ast.For, ast.comprehension)):
+                # a name bound anew (``models = {...}``) no longer means the package
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    for name in ast.walk(target):
+                        if isinstance(name, ast.Name):
+                            aliases.pop(name.id, None)
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and (parts := _dotted(node.func)) and parts[0] in aliases:
                 name = ".".join([aliases[parts[0]], *parts[1:]])
