@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from mlm_lib.stats import Interval
+
 MASK_TOKEN = "[MASK]"
 # Tick labels are turned so that neighbouring words do not overlap; the "i:token" labels of
 # position_bars are longer and need a steeper angle.
@@ -194,6 +196,67 @@ def plot_attention(ax: Any, attention: torch.Tensor, tokens: Sequence[str], titl
     if title:
         ax.set_title(title)
     return im
+
+
+def forest(ax: Any, rows: Sequence[tuple[str, Interval]], reference: float | None = None,
+           reference_label: str | None = None, xlabel: str = "", title: str | None = None,
+           color: str = MODEL_COLOR) -> Any:
+    """A forest plot: one row per estimate, a dot at its mean and a bar over its 95% interval.
+
+    An interval read as a picture answers the question a bracketed pair of numbers hides: does it
+    reach the reference line (chance, a baseline, or 0 for a difference)? A row whose interval
+    excludes ``reference`` is drawn filled, one that reaches it hollow, so the verdict is visible
+    without reading the numbers. The first row is at the top. Returns the ``ErrorbarContainer``
+    of the filled rows' bars plus the hollow rows' (a list), so a test can read them.
+    """
+    rows = list(rows)
+    if not rows:
+        raise ValueError("forest needs at least one (label, interval) row")
+    for label, iv in rows:
+        if not iv.low <= iv.mean <= iv.high:
+            raise ValueError(f"row {label!r}: mean {iv.mean} lies outside [{iv.low}, {iv.high}]")
+    y = list(range(len(rows)))[::-1]
+    drawn = []
+    for yi, (label, iv) in zip(y, rows):
+        clear = reference is None or not iv.low <= reference <= iv.high
+        drawn.append(ax.errorbar([iv.mean], [yi], xerr=[[iv.mean - iv.low], [iv.high - iv.mean]],
+                                 fmt="o", color=color, capsize=4, markersize=7,
+                                 markerfacecolor=color if clear else "white"))
+    if reference is not None:
+        ax.axvline(reference, color=REFERENCE_COLOR, linestyle="--", linewidth=1,
+                   label=reference_label)
+        if reference_label:
+            ax.legend(loc="best", fontsize="small", frameon=False)
+    ax.set_yticks(y)
+    ax.set_yticklabels([label for label, _ in rows])
+    ax.set_ylim(-0.7, len(rows) - 0.3)
+    ax.set_xlabel(xlabel)
+    if title:
+        ax.set_title(title)
+    return drawn
+
+
+def forest_figure(arms: Sequence[tuple[str, Interval]],
+                  differences: Sequence[tuple[str, Interval]] = (),
+                  reference: float | None = None, reference_label: str | None = None,
+                  metric: str = "", title: str | None = None) -> Any:
+    """The book's picture of a multi-seed experiment: the arms on the left (mean and 95%
+    interval over seeds, against ``reference``: chance or a baseline), and beside them the paired
+    differences against 0, which is where a comparison is decided. Returns the figure."""
+    import matplotlib.pyplot as plt  # matplotlib is optional: only the chapters draw
+
+    panels = 2 if differences else 1
+    height = 0.9 + 0.45 * max(len(arms), len(differences))
+    fig, axes = plt.subplots(1, panels, figsize=(10 if panels == 2 else 6, height), squeeze=False)
+    forest(axes[0][0], arms, reference, reference_label, xlabel=metric,
+           title="each arm (mean of seeds, 95% interval)")
+    if differences:
+        forest(axes[0][1], differences, 0.0, None, xlabel=f"difference in {metric}" if metric else "",
+               title="paired difference (95% interval)")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
 
 
 # What a notebook shows for a kernel-only control before its cell is run (JupyterLab falls back

@@ -122,3 +122,47 @@ def test_plot_attention_labels_and_boxes():
     with pytest.raises(ValueError, match="attention"):
         plot_attention(ax, torch.zeros(2, 2), ["a", "b", "c"])
     plt.close(fig)
+
+
+def test_forest_fills_the_rows_whose_interval_excludes_the_reference():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from mlm_lib.book.viz import forest
+    from mlm_lib.stats import Interval
+
+    fig, ax = plt.subplots()
+    drawn = forest(ax, [("clear", Interval(0.3, 0.2, 0.4, 5)), ("reaches", Interval(0.1, -0.05, 0.25, 5))],
+                   reference=0.0)
+    faces = [d.lines[0].get_markerfacecolor() for d in drawn]
+    assert faces[0] != "white" and faces[1] == "white"
+    top = max(zip(ax.get_yticks(), ax.get_yticklabels()), key=lambda pair: pair[0])[1]
+    assert top.get_text() == "clear"  # the first row is drawn at the top
+    plt.close(fig)
+
+
+def test_forest_rejects_a_mean_outside_its_interval():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from mlm_lib.book.viz import forest
+    from mlm_lib.stats import Interval
+
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match="outside"):
+        forest(ax, [("bad", Interval(0.5, 0.1, 0.2, 5))])
+    plt.close(fig)
+
+
+def test_forest_figure_has_a_difference_panel_against_zero():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from mlm_lib.book.viz import forest_figure
+    from mlm_lib.stats import Interval
+
+    fig = forest_figure([("a", Interval(0.3, 0.2, 0.4, 5)), ("b", Interval(0.2, 0.1, 0.3, 5))],
+                        [("a - b", Interval(0.1, 0.05, 0.15, 5))], reference=0.1, metric="accuracy")
+    assert len(fig.axes) == 2
+    assert fig.axes[1].lines[-1].get_xdata()[0] == 0.0  # the reference line of the differences
+    plt.close(fig)
