@@ -43,6 +43,9 @@ from mlm_lib.train import TrainConfig, evaluate_mlm, train
 # few hundred steps take seconds on two CPU cores and two runs differ only where they are told to.
 NO_DROPOUT = {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0}
 WARMUP_STEPS = 20  # a tenth of the usual 200-step run
+# How the chapters continue the book's model (chapters 6, 9, 11, 12, 13): 150 steps at its own
+# pretraining learning rate.
+CONTINUE = dict(steps=150, lr=1e-3, batch_size=32)
 # The size of the model's description that a continued run copies from the model it starts from.
 MODEL_SHAPE = ("num_hidden_layers", "hidden_size", "num_attention_heads", "intermediate_size")
 

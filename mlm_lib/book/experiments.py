@@ -27,8 +27,8 @@ import torch
 from mlm_lib.batches import masked_batches
 from mlm_lib.book import which_article
 from mlm_lib.book.book_model import BOOK_RECIPE_32, book_model
-from mlm_lib.book.chapter_runs import (B_KINDS, MicroRun, answered_is_next, chapter_data, score,
-                                       train_micro)
+from mlm_lib.book.chapter_runs import (B_KINDS, CONTINUE, MicroRun, answered_is_next, chapter_data,
+                                       score, train_micro)
 from mlm_lib.book.domain import DOMAIN_VALID_FRACTION, domain_data
 from mlm_lib.book.results import (RESULTS_DIR, Results, Run, git_commit, load_results, provenance,
                                   save_results)
@@ -49,7 +49,6 @@ from mlm_lib.train import TrainConfig, evaluate_mlm, train
 
 # Chapters 6 and 7 continue the book's model for 150 steps: a fresh model would spend them on the
 # unigram plateau, where every recipe scores the same and a comparison shows nothing.
-CONTINUE = dict(steps=150, lr=1e-3, batch_size=32)
 TESTS = {"mask": EVAL_CORRUPTION,                                   # real blanks
          "untouched": Corruption(mask=0.0, random=0.0, keep=1.0),  # report the token shown
          "random": Corruption(mask=0.0, random=1.0, keep=0.0)}     # repair a wrong token

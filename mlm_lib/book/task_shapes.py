@@ -22,9 +22,12 @@ from dataclasses import dataclass
 
 from mlm_lib.book import wiki_links
 from mlm_lib.book.book_model import book_model, book_model_tokenizer
+from mlm_lib.book.chapter_runs import CONTINUE, chapter_data, train_micro
 from mlm_lib.corpus import Document, load_wikipedia, train_valid_split
 from mlm_lib.finetune import (BertClassifier, FinetuneConfig, FinetunedBert, FinetuneResult,
                               LabelledSet, evaluate_task, finetune)
+from mlm_lib.masking import BERT_CORRUPTION
+from mlm_lib.model import BertForPreTraining
 from mlm_lib.pretraining import SPLIT_SEED, VALID_FRACTION
 from mlm_lib.tasks import (STRIDE, BertSpanHead, BertTokenClassifier, TaggedSet, WindowSet,
                            predict_answers, squad_scores, tagging_scores, windows_for)
@@ -32,7 +35,9 @@ from mlm_lib.tasks import (STRIDE, BertSpanHead, BertTokenClassifier, TaggedSet,
 PAIR_LABELS = ["other article", "same article"]
 MIN_WORDS = 6  # shorter "sentences" are mostly list items and headings left in the excerpt
 MAX_PIECES = 64  # the book's model has 64 positions
-ENCODERS = ("pretrained encoder", "random encoder")
+# The book's MLM-only model never trained its pooler or segment B's embedding row; the third
+# encoder is it continued as chapter 11 does, with MLM + NSP on sentence pairs, which trains both.
+ENCODERS = ("pretrained encoder", "random encoder", "NSP-continued encoder")
 # One recipe for every task and both encoders: chapter 12's (its random encoder gets no
 # longer run here: that comparison is chapter 12's).
 FINETUNE = dict(epochs=3, batch_size=16, lr=5e-4, max_length=MAX_PIECES)
@@ -152,11 +157,25 @@ def task_data(task: str) -> tuple:
     raise ValueError(f"task must be one of {list(TASKS)}, got {task!r}")
 
 
+@functools.lru_cache(maxsize=1)
+def nsp_continued_model(seed: int) -> BertForPreTraining:
+    """The book's model continued CONTINUE's steps with MLM + NSP on sentence pairs of the
+    articles it read (chapter 11's run, with ``seed``): its pooler and NSP head trained, and segment
+    B's embedding row. Cached: the three tasks of one seed start from the same model."""
+    model = book_model()
+    data = chapter_data(model.config.max_position_embeddings, nsp=True)
+    return train_micro(BERT_CORRUPTION, seed=seed, data=data, start_from=model, nsp=True,
+                       **CONTINUE).model
+
+
 def task_model(task: str, encoder: str, seed: int) -> FinetunedBert:
-    """The task's head on the book's pretrained encoder or on a random one of the same shape."""
+    """The task's head on the book's pretrained encoder, on it continued with NSP, or on a random
+    encoder of the same shape."""
     shape = TASKS[task]
     if encoder == ENCODERS[0]:
         return shape.head.from_pretraining(book_model(), **shape.head_args, seed=seed)
+    if encoder == ENCODERS[2]:
+        return shape.head.from_pretraining(nsp_continued_model(seed), **shape.head_args, seed=seed)
     if encoder == ENCODERS[1]:
         return shape.head.from_scratch(book_model().config, **shape.head_args, seed=seed)
     raise ValueError(f"encoder must be one of {ENCODERS}, got {encoder!r}")
