@@ -1,0 +1,109 @@
+"""Show it, then say less: every chapter draws its central idea, and intervals are pictures.
+
+- Every chapter shows at least one figure (a matplotlib image, a drawn SVG, or a Vega-Lite chart
+  that responds on the static page).
+- Every image says what it shows to a reader who cannot see it: a matplotlib output carries alt
+  text in its cell's ``mystnb.image.alt`` (without it the site's ``alt`` is the image's file name),
+  and a drawn SVG is ``role='img'`` with an ``aria-label``.
+- A multi-seed experiment is shown as a forest plot (``mlm_lib.book.viz.forest_figure``), and the
+  prose names its conclusion: at most a couple of bracketed ``mean [low, high]`` intervals remain in
+  any chapter's prose.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from word_count import CLOSING_HEADING
+
+ROOT = Path(__file__).resolve().parents[2]
+CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+MOST_BRACKETED_INTERVALS = 2
+# "0.169 [0.149, 0.191]", "-0.006 [-0.067, 0.056]", "0.240 [0.179, 0.301]"
+NUMBER = r"[-−]?\d[\d,]*(?:\.\d+)?"
+BRACKETED_INTERVAL = re.compile(rf"{NUMBER}\s*\[\s*{NUMBER}\s*,\s*{NUMBER}\s*\]")
+IMAGE_TYPES = ("image/png", "image/svg+xml", "application/vnd.vegalite.v5+json")
+SVG_DRAWING = re.compile(r"<svg\b[^>]*>", re.S)
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def _prose(path: Path) -> str:
+    """The chapter's Markdown before its closing summary."""
+    parts = []
+    for cell in _cells(path):
+        if cell["cell_type"] != "markdown":
+            continue
+        source = "".join(cell["source"])
+        if source.lstrip().startswith(CLOSING_HEADING):
+            break
+        parts.append(source)
+    return "\n".join(parts)
+
+
+def bracketed_intervals(markdown: str) -> list[str]:
+    return BRACKETED_INTERVAL.findall(markdown)
+
+
+def figures(path: Path) -> list[tuple[str, str | None]]:
+    """(kind, alt text or None) of every figure the chapter's outputs show."""
+    found = []
+    for cell in _cells(path):
+        if cell["cell_type"] != "code":
+            continue
+        alt = cell["metadata"].get("mystnb", {}).get("image", {}).get("alt")
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            for kind in IMAGE_TYPES:
+                if kind in data:
+                    found.append((kind, alt if kind == "image/png" else kind))
+            html = "".join(data.get("text/html", ""))
+            for tag in SVG_DRAWING.findall(html):
+                label = re.search(r"aria-label=(['\"])(.+?)\1", tag)
+                found.append(("svg", label.group(2) if label and "role='img'" in tag.replace('"', "'")
+                              else None))
+    return found
+
+
+def test_the_interval_pattern_finds_what_the_prose_wrote():
+    prose = ("fills 0.169 [0.149, 0.191] of them, a difference of -0.006 [−0.067, 0.056]; "
+             "BERT's [MASK] token and a list [1, 2] are not intervals")
+    assert bracketed_intervals(prose) == ["0.169 [0.149, 0.191]", "-0.006 [−0.067, 0.056]"]
+
+
+def test_an_svg_without_a_label_is_no_figure(tmp_path):
+    cell = {"cell_type": "code", "metadata": {}, "source": "", "outputs": [
+        {"output_type": "display_data", "data": {"text/html": "<svg viewBox='0 0 1 1'></svg>"}},
+        {"output_type": "display_data", "data": {"text/html": "<svg role='img' aria-label='A map'>"}},
+        {"output_type": "display_data", "data": {"image/png": "iVBOR"}}]}
+    path = tmp_path / "00_x.ipynb"
+    path.write_text(json.dumps({"cells": [cell]}), encoding="utf-8")
+    assert figures(path) == [("svg", None), ("svg", "A map"), ("image/png", None)]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_shows_a_figure(path):
+    assert figures(path), f"{path.stem} shows no figure: draw its central idea"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_figure_has_alt_text(path):
+    missing = [kind for kind, alt in figures(path) if not (alt and alt.strip())]
+    assert not missing, (f"{path.stem}: {len(missing)} figure(s) without alt text ({missing}); "
+                         "give a matplotlib cell metadata mystnb.image.alt, an SVG role='img' and "
+                         "aria-label")
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_intervals_are_pictures_not_brackets(path):
+    found = bracketed_intervals(_prose(path))
+    assert len(found) <= MOST_BRACKETED_INTERVALS, (
+        f"{path.stem} quotes {len(found)} bracketed intervals in its prose ({found[:4]}...): show "
+        f"the arms as a forest plot (mlm_lib.book.viz.forest_figure) and name the conclusion")
