@@ -9,8 +9,11 @@ read.
   context the paragraph, the answer the words linked to it (SQuAD JSON, cut into windows of the
   model's 64 positions, scored by exact match and F1).
 
-Each is fine-tuned from the book's pretrained encoder and from a random one of the same shape, by
-the same :func:`~mlm_lib.finetune.finetune` call; :func:`task_run` does one task for one seed.
+Each is fine-tuned from the book's pretrained encoder, from it continued with MLM + NSP (which
+trains the pooler and segment B's embedding row that MLM alone leaves untrained) and from a random
+encoder of the same shape, by the same :func:`~mlm_lib.finetune.finetune` call; :func:`task_run`
+does one task for one seed, and :func:`pair_diagnostics` measures why the pair task stays at
+guessing.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import functools
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+import torch
 
 from mlm_lib.book import wiki_links
 from mlm_lib.book.book_model import book_model, book_model_tokenizer
@@ -41,6 +46,7 @@ ENCODERS = ("pretrained encoder", "random encoder", "NSP-continued encoder")
 # One recipe for every task and both encoders: chapter 12's (its random encoder gets no
 # longer run here: that comparison is chapter 12's).
 FINETUNE = dict(epochs=3, batch_size=16, lr=5e-4, max_length=MAX_PIECES)
+IS_NEXT_COLUMN = 0  # of nsp_logits: IsNext, then NotNext (Google's order)
 SIZES = {"train": 480, "test": 180}  # pairs from read / unread articles (the files' sizes:
 # mlm_lib.book.wiki_links.SIZES)
 
@@ -196,6 +202,34 @@ def task_scores(task: str, model: FinetunedBert) -> dict[str, float]:
     nbest = predict_answers(model, tokenizer, test.questions, test.contexts, MAX_PIECES)
     best = [n[0].text if n else "" for n in nbest]
     return {**squad_scores(best, [[a] for a in test.answers]), "loss": loss}
+
+
+@torch.no_grad()
+def nsp_head_accuracy(model: BertForPreTraining, pairs: LabelledSet) -> float:
+    """The pair task answered with no fine-tuning: the model's NSP head read as "same article"
+    when it says IsNext. Trained only in the NSP-continued encoder; the book's MLM-only model
+    carries an NSP head it never trained, and the random encoder a random one."""
+    batch = book_model_tokenizer().encode_batch(pairs.texts, pairs.pairs, max_length=MAX_PIECES)
+    logits = model.eval()(batch["input_ids"], batch["token_type_ids"],
+                          batch["attention_mask"]).nsp_logits
+    same = PAIR_LABELS.index("same article")
+    said_same = torch.where(logits.argmax(-1) == IS_NEXT_COLUMN, same, 1 - same)
+    return float((said_same == torch.tensor(pairs.labels)).float().mean())
+
+
+def pair_diagnostics(encoder: str, seed: int, run: FinetuneResult) -> dict[str, float]:
+    """Why the pair task stays at guessing, measured: the fine-tuned head's accuracy on its own
+    training pairs (does it fit them?) and the arm's NSP head without fine-tuning on the test pairs
+    (does the encoder carry the signal?)."""
+    train_set, test_set = task_data("pair")
+    fitted = evaluate_task(run.model, book_model_tokenizer(), train_set, MAX_PIECES)["accuracy"]
+    if encoder == ENCODERS[0]:
+        start = book_model()
+    elif encoder == ENCODERS[1]:
+        start = BertForPreTraining(book_model().config, seed=seed)  # the random arm's encoder
+    else:
+        start = nsp_continued_model(seed)
+    return {"train_accuracy": fitted, "nsp_head_accuracy": nsp_head_accuracy(start, test_set)}
 
 
 def task_run(task: str, encoder: str, seed: int) -> tuple[FinetuneResult, dict[str, float]]:
