@@ -1,0 +1,35 @@
+"""Chapter 13's pair diagnostics read the NSP head the right way round."""
+
+import pytest
+import torch
+
+from mlm_lib.book.book_model import book_model
+from mlm_lib.book.task_shapes import ENCODERS, PAIR_LABELS, nsp_head_accuracy, task_model
+from mlm_lib.finetune import LabelledSet
+from mlm_lib.model import BertForPreTraining
+
+PAIRS = LabelledSet(["the river runs through the old town .", "the king was crowned in the city ."] * 3,
+                    [1, 0, 1, 1, 0, 1], PAIR_LABELS,
+                    pairs=["its bridge was built in stone .", "the match ended without a goal ."] * 3)
+
+
+def _saying(column: int) -> BertForPreTraining:
+    """A model whose NSP head always answers ``column`` (0 IsNext, 1 NotNext)."""
+    model = BertForPreTraining(book_model().config, seed=0)
+    with torch.no_grad():
+        model.cls.seq_relationship.weight.zero_()
+        model.cls.seq_relationship.bias.copy_(torch.tensor([5.0, -5.0] if column == 0 else [-5.0, 5.0]))
+    return model
+
+
+def test_is_next_is_read_as_same_article():
+    same = PAIR_LABELS.index("same article")
+    share_same = sum(y == same for y in PAIRS.labels) / len(PAIRS)
+    assert nsp_head_accuracy(_saying(0), PAIRS) == pytest.approx(share_same)
+    assert nsp_head_accuracy(_saying(1), PAIRS) == pytest.approx(1 - share_same)
+
+
+def test_an_unknown_encoder_is_named():
+    with pytest.raises(ValueError, match="encoder must be one of"):
+        task_model("pair", "an encoder", 0)
+    assert len(ENCODERS) == 3
