@@ -13,9 +13,13 @@ CONFIG = BertConfig(vocab_size=100, hidden_size=40, num_hidden_layers=1, num_att
 
 
 def test_the_drawing_reads_its_sizes_from_the_heads():
-    svg = shapes_diagram(CONFIG, {"one sentence": 2, "a pair": 3, "a label per token": 5})
-    root = ET.fromstring(svg)
-    assert root.get("aria-label") and root.find("{http://www.w3.org/2000/svg}title") is not None
+    html = shapes_diagram(CONFIG, {"one sentence": 2, "a pair": 3, "a label per token": 5})
+    root = ET.fromstring(html)
+    svgs = list(root.iter("{http://www.w3.org/2000/svg}svg"))
+    assert len(svgs) == 4
+    for svg in svgs:  # each drawing says what it shows
+        assert svg.get("role") == "img" and svg.get("aria-label")
+        assert svg.find("{http://www.w3.org/2000/svg}title") is not None
     text = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
     for n in (2, 3, 5):
         assert f"linear 40 → {n}: {40 * n + n:,} parameters" in text

@@ -4,7 +4,7 @@
   that responds on the static page).
 - Every image says what it shows to a reader who cannot see it: a matplotlib output carries alt
   text in its cell's ``mystnb.image.alt`` (without it the site's ``alt`` is the image's file name),
-  and a drawn SVG is ``role='img'`` with an ``aria-label``.
+  and a drawn SVG is ``role='img'`` (``'group'`` when it holds links) with an ``aria-label``.
 - A multi-seed experiment is shown as a forest plot (``mlm_lib.book.viz.forest_figure``), and the
   prose names its conclusion: at most a couple of bracketed ``mean [low, high]`` intervals remain in
   any chapter's prose.
@@ -67,8 +67,8 @@ def figures(path: Path) -> list[tuple[str, str | None]]:
             html = "".join(data.get("text/html", ""))
             for tag in SVG_DRAWING.findall(html):
                 label = re.search(r"aria-label=(['\"])(.+?)\1", tag)
-                found.append(("svg", label.group(2) if label and "role='img'" in tag.replace('"', "'")
-                              else None))
+                role = re.search(r"role=['\"](img|group)['\"]", tag)  # group: a drawing with links
+                found.append(("svg", label.group(2) if label and role else None))
     return found
 
 
