@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from mlm_lib.causal import generate_left_to_right, next_token_objective, token_windows, train_next_token
+from mlm_lib.causal import (generate_by_refilling, generate_left_to_right, next_token_objective,
+                           token_windows, train_next_token)
 from mlm_lib.loss import mlm_loss_sum
 from mlm_lib.model import BertConfig, BertForPreTraining, attention_bias, check_model_fits
 from mlm_lib.numerics import assert_same_function
@@ -98,3 +99,38 @@ def test_generate_left_to_right_returns_pieces(data):
     assert not set(tok.convert_tokens_to_ids(out)) & set(tok.special_ids)
     with pytest.raises(ValueError, match="num_tokens"):
         generate_left_to_right(model, tok, "the cat", num_tokens=0)
+
+
+def _refill_by_hand(model, tok, prompt, n, iterations):
+    """Mask-predict written out with the full forward (every position's logits) and Python lists."""
+    ids = tok.encode(prompt).input_ids[:-1]
+    start, draft, sure = len(ids), [tok.mask_id] * n, [0.0] * n
+    for t in range(iterations):
+        k = n * (iterations - t) // iterations
+        if k == 0:
+            break
+        if t > 0:
+            for j in sorted(range(n), key=lambda j: (sure[j], j))[:k]:
+                draft[j] = tok.mask_id
+        with torch.no_grad():
+            logits = model(torch.tensor([ids + draft + [tok.sep_id]])).mlm_logits[0]
+        logits[:, sorted(tok.special_ids)] = float("-inf")
+        probs = logits.softmax(-1)
+        for j in [j for j in range(n) if draft[j] == tok.mask_id]:
+            p, best = probs[start + j].max(-1)
+            draft[j], sure[j] = int(best), float(p)
+    return tok.convert_ids_to_tokens(draft)
+
+
+def test_generate_by_refilling_is_mask_predict(data):
+    tok = data.tokenizer
+    model = BertForPreTraining(BertConfig.preset("tiny", vocab_size=tok.vocab_size,
+                                                 max_position_embeddings=32), seed=0).eval()
+    for iterations in (1, 3, 6):
+        out = generate_by_refilling(model, tok, "the cat sat", num_tokens=6, iterations=iterations)
+        assert out == _refill_by_hand(model, tok, "the cat sat", 6, iterations)
+        assert len(out) == 6 and not set(tok.convert_tokens_to_ids(out)) & set(tok.special_ids)
+    with pytest.raises(ValueError, match="iterations"):
+        generate_by_refilling(model, tok, "the cat", num_tokens=3, iterations=0)
+    with pytest.raises(ValueError, match="num_tokens"):
+        generate_by_refilling(model, tok, "the cat", num_tokens=0)
