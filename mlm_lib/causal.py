@@ -131,7 +131,7 @@ def generate_by_refilling(model: torch.nn.Module, tokenizer: Any, prompt: str, n
     once, then ``iterations - 1`` times re-mask the least sure of them and fill those again.
 
     At iteration t (0-based) of T, the n = num_tokens * (T - t) // T pieces the model gave the
-    lowest probability when it last wrote them are masked again (all of them at t = 0), so every
+    lowest probability (its softmax over all of V) when it last wrote them are masked again (all of them at t = 0), so every
     later guess sees a whole draft on both sides: the question MLM trained. Deterministic: the most
     probable piece each time, ties between equally unsure positions broken by position, so a
     browser can repeat it exactly. Returns the generated pieces (the prompt not included).
@@ -154,11 +154,11 @@ def generate_by_refilling(model: torch.nn.Module, tokenizer: Any, prompt: str, n
             order = torch.sort(sure, stable=True).indices[:n]
             x[0, start + order] = tokenizer.mask_id
         masked = x == tokenizer.mask_id
-        logits = model(x, masked_positions=masked).mlm_logits  # [n, V], positions in order
-        logits[:, banned] = float("-inf")
-        probs = logits.float().softmax(-1)
-        best = probs.max(-1)
+        logits = model(x, masked_positions=masked).mlm_logits.float()  # [n, V], in position order
+        probs = logits.softmax(-1)  # over all of V, as P(x_i | x without M) is
+        logits[:, banned] = float("-inf")  # ...but a special piece is never written
+        chosen = logits.argmax(-1)
         positions = masked[0].nonzero().flatten()
-        x[0, positions] = best.indices
-        sure[positions - start] = best.values
+        x[0, positions] = chosen
+        sure[positions - start] = probs.gather(1, chosen[:, None]).squeeze(1)
     return tokenizer.convert_ids_to_tokens(x[0, start:start + num_tokens].tolist())

@@ -468,26 +468,66 @@
 
   // Chapter 8: BERT used as GPT, as mlm_lib.causal.generate_left_to_right does: put [MASK] after
   // the text, take the most probable piece, append it, repeat.
+  function leftToRight(tok, ids, n, banned) {
+    var out = [];
+    function step() {
+      if (out.length === n) return Promise.resolve(out);
+      var x = ids.concat(out, [tok.ids["[MASK]"], tok.ids["[SEP]"]]);
+      return run({ ids: x, types: x.map(function () { return 0; }) }).then(function (r) {
+        out.push(topK(r.logProbs[x.length - 2], tok.vocab, 1, banned)[0].id);
+        return step();
+      });
+    }
+    return step();
+  }
+
+  // ...and as mlm_lib.causal.generate_by_refilling does (mask-predict): fill all n blanks at once,
+  // then in round t of T re-mask the floor(n (T - t) / T) pieces written with the lowest
+  // probability (ties to the earlier position) and fill them again.
+  function refill(tok, ids, n, rounds, banned) {
+    var mask = tok.ids["[MASK]"], start = ids.length, draft = [], sure = [];
+    for (var j = 0; j < n; j++) { draft.push(mask); sure.push(0); }
+    banned = banned || bannedIds(tok);
+    function round(t) {
+      var k = Math.floor(n * (rounds - t) / rounds);
+      if (t >= rounds || k === 0) return Promise.resolve(draft);
+      if (t > 0) {
+        draft.map(function (_, j) { return j; })
+          .sort(function (a, b) { return sure[a] - sure[b] || a - b; })
+          .slice(0, k).forEach(function (j) { draft[j] = mask; });
+      }
+      var x = ids.concat(draft, [tok.ids["[SEP]"]]);
+      return run({ ids: x, types: x.map(function () { return 0; }) }).then(function (r) {
+        draft.forEach(function (d, j) {
+          if (d !== mask) return;
+          var best = topK(r.logProbs[start + j], tok.vocab, 1, banned)[0];
+          draft[j] = best.id;
+          sure[j] = best.p;
+        });
+        return round(t + 1);
+      });
+    }
+    return round(0);
+  }
+
   KINDS["generate"] = function (s, ui) {
     var text = textBox(s.text, "Prompt"), length = slider("Pieces to add", 1, 20, 1, s.length || 12);
-    ui.controls([text, length]);
+    var way = choice("How", [["left", "left to right, one [MASK] at a time"],
+                             ["refill", "refill the whole draft (mask-predict)"]], s.way || "left");
+    var rounds = slider("Refilling rounds", 1, 20, 1, s.rounds || 10);
+    ui.controls([text, length, way, rounds]);
     return function () {
       return tokenizer().then(function (tok) {
         var enc = readSentence(tok, text, "the start of a sentence", true), t = enc.text;
         var n = +length.querySelector("input").value, banned = bannedIds(tok);
-        var ids = enc.ids.slice(0, -1), out = [];
+        var ids = enc.ids.slice(0, -1);
         if (ids.length + n + 2 > tok.maxPositions) {
           throw new Error("the prompt and " + n + " pieces need more than the model's " + tok.maxPositions + " positions");
         }
-        function step() {
-          if (out.length === n) return Promise.resolve(out);
-          var x = ids.concat(out, [tok.ids["[MASK]"], tok.ids["[SEP]"]]);
-          return run({ ids: x, types: x.map(function () { return 0; }) }).then(function (r) {
-            out.push(topK(r.logProbs[x.length - 2], tok.vocab, 1, banned)[0].id);
-            return step();
-          });
-        }
-        return step().then(function (pieces) {
+        var refilling = way.querySelector("select").value === "refill";
+        var made = refilling ? refill(tok, ids, n, +rounds.querySelector("input").value, banned)
+                             : leftToRight(tok, ids, n, banned);
+        return made.then(function (pieces) {
           var words = pieces.map(function (i) { return tok.vocab[i]; });
           return { nodes: [el("p", { class: "bert-live-pieces", text: t + " -> " + words.join(" ") })], note: unknownNote(enc) };
         });
@@ -664,7 +704,8 @@
     roots.forEach(mount);
   }
 
-  window.BertLive = { tokenizer: tokenizer, model: model, run: run, classify: classify, topK: topK, rankOf: rankOf };
+  window.BertLive = { tokenizer: tokenizer, model: model, run: run, classify: classify, topK: topK, rankOf: rankOf,
+                     leftToRight: leftToRight, refill: refill };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountAll);
   else mountAll();
 })();

@@ -114,11 +114,11 @@ def _refill_by_hand(model, tok, prompt, n, iterations):
                 draft[j] = tok.mask_id
         with torch.no_grad():
             logits = model(torch.tensor([ids + draft + [tok.sep_id]])).mlm_logits[0]
-        logits[:, sorted(tok.special_ids)] = float("-inf")
         probs = logits.softmax(-1)
+        logits[:, sorted(tok.special_ids)] = float("-inf")
         for j in [j for j in range(n) if draft[j] == tok.mask_id]:
-            p, best = probs[start + j].max(-1)
-            draft[j], sure[j] = int(best), float(p)
+            best = int(logits[start + j].argmax())
+            draft[j], sure[j] = best, float(probs[start + j, best])
     return tok.convert_ids_to_tokens(draft)
 
 

@@ -244,16 +244,11 @@ def test_the_model_loads_only_when_a_control_is_in_view(server, browser):
         context.close()
 
 
-GENERATE = """async ([prompt, n]) => {
+# The generate control's own two ways of writing (bert-live.js), asked for pieces.
+GENERATE = """async ([prompt, n, rounds]) => {
   const tok = await BertLive.tokenizer();
-  const banned = {};
-  for (const t of ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]) banned[tok.ids[t]] = true;
-  const ids = tok.encode(prompt).ids.slice(0, -1), out = [];
-  while (out.length < n) {
-    const x = ids.concat(out, [tok.ids["[MASK]"], tok.ids["[SEP]"]]);
-    const r = await BertLive.run({ids: x, types: x.map(() => 0)});
-    out.push(BertLive.topK(r.logProbs[x.length - 2], tok.vocab, 1, banned)[0].id);
-  }
+  const ids = tok.encode(prompt).ids.slice(0, -1);  // [CLS] prompt, without [SEP]
+  const out = rounds ? await BertLive.refill(tok, ids, n, rounds) : await BertLive.leftToRight(tok, ids, n);
   return out.map(i => tok.vocab[i]);
 }"""
 
@@ -261,11 +256,14 @@ GENERATE = """async ([prompt, n]) => {
 @pytest.mark.on_page("notebooks/08_both_directions.html")
 @pytest.mark.parametrize("prompt", ["the history of the city", "in 1861 the president", "he was born in"])
 def test_the_browser_generates_what_mlm_lib_generates(page, prompt):
-    from mlm_lib.causal import generate_left_to_right
+    from mlm_lib.causal import generate_by_refilling, generate_left_to_right
 
     p = page("08_both_directions")
-    got = p.evaluate(GENERATE, [prompt, 8])
-    assert got == generate_left_to_right(book_model(), book_model_tokenizer(), prompt, num_tokens=8)
+    model, tok = book_model(), book_model_tokenizer()
+    assert p.evaluate(GENERATE, [prompt, 8, 0]) == generate_left_to_right(model, tok, prompt, num_tokens=8)
+    for rounds in (1, 4, 8):
+        assert p.evaluate(GENERATE, [prompt, 8, rounds]) == generate_by_refilling(
+            model, tok, prompt, num_tokens=8, iterations=rounds), f"mask-predict, {rounds} rounds"
 
 
 def test_a_browser_without_webassembly_is_told_so(server, browser):
