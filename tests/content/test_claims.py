@@ -41,8 +41,8 @@ UNTRAINED_USE = re.compile(
 UNTRAINED_NAMED = re.compile(r"untrained|never trained|not trained|never trains|trained only|"
                              r"continued (?:\w+ ){0,6}(?:with|on) (?:MLM \+ )?NSP|NSP-continued", re.I)
 THIS_BOOK_COLUMN = re.compile(r"in this book|this book", re.I)
-THIS_BOOK_VERDICT = re.compile(r"^\s*(\*{0,2})(measured|used, not compared|not measured|not used|"
-                               r"cited|not run)\b", re.I)
+THIS_BOOK_VERDICT = re.compile(r"^\s*(\*{0,2})(measured|used, not compared|not measured|not compared|"
+                               r"not used|cited|not run)\b", re.I)
 
 
 def _cells(path: Path) -> list[dict]:
