@@ -21,7 +21,7 @@ KINDS = {
     "corrupt": {"text", "rate"},                  # chapter 6: 80/10/10 at a seed you move
     "attention": {"text", "layer", "head"},       # chapter 7: any layer and head
     "masks": {"text"},                            # chapter 8: both sides against the left only
-    "generate": {"text", "length"},               # chapter 8: BERT used as GPT
+    "generate": {"text", "length", "way", "rounds"},  # chapter 8: left to right, or refilling
     "wordpiece": {"text"},                        # chapter 9: WordPiece on your words
     "fill-mask": {"text", "answer"},              # chapter 10: fill-mask and a word's rank
     "nsp": {"pairs", "a", "b"},                   # chapter 11: the NSP head on a pair (chapter_models)
