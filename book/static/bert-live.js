@@ -515,6 +515,10 @@
     var way = choice("How", [["left", "left to right, one [MASK] at a time"],
                              ["refill", "refill the whole draft (mask-predict)"]], s.way || "left");
     var rounds = slider("Refilling rounds", 1, 20, 1, s.rounds || 10);
+    // Rounds belong to refilling: moving them chooses it, so the slider never does nothing.
+    rounds.querySelector("input").addEventListener("input", function () {
+      way.querySelector("select").value = "refill";
+    });
     ui.controls([text, length, way, rounds]);
     return function () {
       return tokenizer().then(function (tok) {
