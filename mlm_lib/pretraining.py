@@ -14,6 +14,9 @@ that draws a short target becomes dozens of one-sentence chunks, all forced to N
 tilts the NSP labels well away from half and half (41% IsNext on the embedded corpus). Here the
 target is drawn again for every example, which is what the paper describes (10% of sequences).
 
+ALBERT's sentence-order pairs (``pair_task="sop"``) keep both segments from the chunk and swap
+them half of the time (:func:`sentence_order_pair`).
+
 Masking is *not* done here: ``mlm_lib.masking`` masks batches on the fly (dynamic masking).
 """
 
@@ -35,6 +38,8 @@ VALID_SEED_OFFSET = 7
 # The share of documents held out for evaluation, and the seed of that split (fixed, so that every
 # run of the book is scored on the same documents).
 VALID_FRACTION = 0.05
+# How a pair [CLS] A [SEP] B [SEP] is made: BERT's next sentence prediction or ALBERT's sentence order.
+PAIR_TASKS = ("nsp", "sop")
 SPLIT_SEED = 0
 
 @dataclass
@@ -43,7 +48,9 @@ class PretrainingExample:
 
     input_ids: list[int]
     token_type_ids: list[int]
-    is_next: int  # 1: B really follows A (IsNext); 0: B comes from another document (NotNext)
+    # 1: B really follows A (IsNext); 0: B comes from another document (NotNext). With
+    # sentence-order pairs, 1: A and B in their order; 0: the same two swapped.
+    is_next: int
 
     def __len__(self) -> int:
         return len(self.input_ids)
@@ -64,9 +71,10 @@ def truncate_seq_pair(tokens_a: list[int], tokens_b: list[int], max_num_tokens: 
 
 def instances_from_document(docs: list[list[list[int]]], index: int, max_seq_length: int,
                             short_seq_prob: float, nsp: bool, cls_id: int, sep_id: int,
-                            rng: random.Random) -> list[PretrainingExample]:
+                            rng: random.Random, pair_task: str = "nsp") -> list[PretrainingExample]:
     """The examples cut from ``docs[index]`` (see the module docstring). ``docs`` holds every
-    document as lists of token ids per sentence."""
+    document as lists of token ids per sentence; ``pair_task`` says how a pair is made and
+    labelled (:data:`PAIR_TASKS`)."""
     document = docs[index]
     max_num_tokens = max_seq_length - (3 if nsp else 2)
 
@@ -87,7 +95,12 @@ def instances_from_document(docs: list[list[list[int]]], index: int, max_seq_len
                 del tokens[max_num_tokens:]
                 out.append(PretrainingExample([cls_id] + tokens + [sep_id], [0] * (len(tokens) + 2), 1))
             else:
-                tokens_a, tokens_b, is_next, unused = next_sentence_pair(docs, index, chunk, target, rng)
+                if pair_task == "sop":
+                    tokens_a, tokens_b, is_next = sentence_order_pair(chunk, rng)
+                    unused = 0
+                else:
+                    tokens_a, tokens_b, is_next, unused = next_sentence_pair(docs, index, chunk,
+                                                                             target, rng)
                 i -= unused  # put the unused sentences back
                 truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng)
                 if tokens_a and tokens_b:
@@ -132,16 +145,35 @@ def next_sentence_pair(docs: list[list[list[int]]], index: int, chunk: list[list
     return tokens_a, tokens_b, is_next, unused
 
 
+def sentence_order_pair(chunk: list[list[int]], rng: random.Random) -> tuple[list[int], list[int], int]:
+    """ALBERT's sentence-order pair (Lan et al. 2020, section 3.1): the
+    chunk cut at a random sentence boundary into A and B, and half of the time the two swapped.
+    The label is 1 when they are in their order, 0 when swapped. Both orders hold the same two
+    segments of one document, so topic cannot tell them apart; a chunk of one sentence gives an
+    empty B, and no pair."""
+    a_end = rng.randint(1, len(chunk) - 1) if len(chunk) >= 2 else 1
+    tokens_a = [t for s in chunk[:a_end] for t in s]
+    tokens_b = [t for s in chunk[a_end:] for t in s]
+    if rng.random() < 0.5:
+        return tokens_b, tokens_a, 0
+    return tokens_a, tokens_b, 1
+
+
 def create_pretraining_examples(documents: Sequence[Document], tokenizer, max_seq_length: int = 128,
                                 short_seq_prob: float = 0.1, nsp: bool = True, seed: int = 0,
-                                dupe_factor: int = 1, shuffle: bool = True) -> list[PretrainingExample]:
+                                dupe_factor: int = 1, shuffle: bool = True,
+                                pair_task: str = "nsp") -> list[PretrainingExample]:
     """Tokenize the documents' sentences and cut them into pretraining examples (see module doc).
 
     ``nsp=False`` gives single-segment examples ``[CLS] text [SEP]`` (no NSP label needed;
-    ``is_next`` is then 1). ``dupe_factor`` repeats the pass with new random cuts, as the
-    original does to make several static maskings; with dynamic masking 1 is enough. The result
-    depends only on the inputs and ``seed``.
+    ``is_next`` is then 1). With ``nsp=True``, ``pair_task`` chooses the pairs: ``"nsp"``
+    (:func:`next_sentence_pair`) or ``"sop"`` (:func:`sentence_order_pair`, ALBERT's). The pair
+    head and its loss are the same for both. ``dupe_factor`` repeats the pass with new random
+    cuts, as the original does to make several static maskings; with dynamic masking 1 is enough.
+    The result depends only on the inputs and ``seed``.
     """
+    if pair_task not in PAIR_TASKS:
+        raise ValueError(f"pair_task must be one of {PAIR_TASKS}, got {pair_task!r}")
     if max_seq_length < (5 if nsp else 3):
         raise ValueError(f"max_seq_length={max_seq_length} is too short for [CLS] A [SEP] B [SEP]")
     if not 0.0 <= short_seq_prob <= 1.0:
@@ -161,7 +193,8 @@ def create_pretraining_examples(documents: Sequence[Document], tokenizer, max_se
     for _ in range(dupe_factor):
         for index in range(len(docs)):
             examples.extend(instances_from_document(docs, index, max_seq_length, short_seq_prob, nsp,
-                                                     tokenizer.cls_id, tokenizer.sep_id, rng))
+                                                     tokenizer.cls_id, tokenizer.sep_id, rng,
+                                                     pair_task))
     if shuffle:
         rng.shuffle(examples)
     return examples
@@ -179,7 +212,8 @@ class PreparedData:
 
 def prepare_data(corpus: str | os.PathLike | Sequence[str | os.PathLike] | Sequence[Document],
                  tokenizer: Any, max_seq_length: int = 128, short_seq_prob: float = 0.1,
-                 nsp: bool = True, seed: int = 0, valid_fraction: float = VALID_FRACTION) -> PreparedData:
+                 nsp: bool = True, seed: int = 0, valid_fraction: float = VALID_FRACTION,
+                 pair_task: str = "nsp") -> PreparedData:
     """Documents of ``corpus`` (what :func:`~mlm_lib.corpus.load_corpus` reads, or the documents
     themselves) -> train/valid split -> ``tokenizer`` -> examples, cut as
     :func:`create_pretraining_examples` cuts them (a training run passes its config's four values:
@@ -187,7 +221,8 @@ def prepare_data(corpus: str | os.PathLike | Sequence[str | os.PathLike] | Seque
     given = not isinstance(corpus, (str, os.PathLike)) and len(corpus) and isinstance(corpus[0], Document)
     docs = list(corpus) if given else load_corpus(corpus)
     train_docs, valid_docs = train_valid_split(docs, valid_fraction=valid_fraction, seed=SPLIT_SEED)
-    kw = dict(max_seq_length=max_seq_length, short_seq_prob=short_seq_prob, nsp=nsp)
+    kw = dict(max_seq_length=max_seq_length, short_seq_prob=short_seq_prob, nsp=nsp,
+              pair_task=pair_task)
     train_ex = create_pretraining_examples(train_docs, tokenizer, seed=seed, **kw)
     valid_ex = create_pretraining_examples(valid_docs, tokenizer, seed=seed + VALID_SEED_OFFSET, **kw)
     return PreparedData(tokenizer, list(train_ex), list(valid_ex), list(train_docs))

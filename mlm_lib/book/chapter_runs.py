@@ -51,11 +51,13 @@ MODEL_SHAPE = ("num_hidden_layers", "hidden_size", "num_attention_heads", "inter
 
 
 @functools.lru_cache(maxsize=4)
-def chapter_data(max_seq_length: int = 64, nsp: bool = False, seed: int = 0) -> PreparedData:
+def chapter_data(max_seq_length: int = 64, nsp: bool = False, seed: int = 0,
+                 pair_task: str = "nsp") -> PreparedData:
     """The Wikipedia excerpt cut into examples with the book's tokenizer (cached per process:
-    every run of a chapter trains on exactly the same examples, tokenized once)."""
+    every run of a chapter trains on exactly the same examples, tokenized once). With ``nsp``,
+    pairs of ``pair_task``: next sentence (``"nsp"``) or sentence order (``"sop"``)."""
     return prepare_data("wikipedia", book_tokenizer(), max_seq_length=max_seq_length,
-                        short_seq_prob=0.0, nsp=nsp, seed=seed)
+                        short_seq_prob=0.0, nsp=nsp, seed=seed, pair_task=pair_task)
 
 
 def _micro_config(**overrides: Any) -> TrainConfig:

@@ -29,7 +29,7 @@ from mlm_lib.book import which_article
 from mlm_lib.book.book_model import BOOK_RECIPE_32, book_model
 from mlm_lib.book.chapter_runs import (B_KINDS, CONTINUE, MicroRun, answered_is_next, chapter_data,
                                        score, train_micro)
-from mlm_lib.book import generation
+from mlm_lib.book import generation, transfer
 from mlm_lib.book.domain import DOMAIN_VALID_FRACTION, domain_data
 from mlm_lib.book.results import (RESULTS_DIR, Results, Run, git_commit, load_results, provenance,
                                   save_results)
@@ -57,7 +57,8 @@ CORRUPTION_ARMS = {"80/10/10": BERT_CORRUPTION, "100% [MASK]": EVAL_CORRUPTION,
                    "rate 0.30": Corruption(select=0.3), "rate 0.50": Corruption(select=0.5),
                    "rate 0.80": Corruption(select=0.8)}
 LEAK_ARMS = {"token kept (leak)": TESTS["untouched"], "[MASK]": EVAL_CORRUPTION}
-NSP_ARMS = {"MLM + NSP": True, "MLM alone": False}
+# Chapter 11: the pair task trained with MLM (None: MLM alone, on the NSP pairs).
+NSP_ARMS = {"MLM + NSP": "nsp", "MLM alone": None, "MLM + SOP": "sop"}
 # Chapter 9: M chosen per piece, per whole word, or in SpanBERT's spans, 150 steps on from the
 # book's model (which was trained per piece); each scored on blanks of both kinds.
 MASKING_ARMS = {"book model": None, "per piece": BERT_CORRUPTION,
@@ -99,11 +100,12 @@ class Experiment:
 
 
 def _continue_book_model(corruption: Corruption, seed: int, pairs: bool = False,
-                         nsp: bool = False) -> MicroRun:
+                         nsp: bool = False, pair_task: str = "nsp") -> MicroRun:
     """Continue the book's model for CONTINUE's steps. ``pairs``: on [CLS] A [SEP] B [SEP] pairs
-    instead of single segments; ``nsp``: with the NSP loss added to the MLM loss."""
+    (made as ``pair_task`` makes them) instead of single segments; ``nsp``: with the pair head's
+    loss added to the MLM loss."""
     model = book_model()
-    data = chapter_data(model.config.max_position_embeddings, nsp=pairs)
+    data = chapter_data(model.config.max_position_embeddings, nsp=pairs, pair_task=pair_task)
     return train_micro(corruption, seed=seed, data=data, start_from=model, nsp=nsp, **CONTINUE)
 
 
@@ -121,14 +123,27 @@ def _run_leak(arm: str, seed: int) -> dict[str, float]:
             "mlm_loss": held_out["mlm_loss"]}
 
 
-def _run_nsp(arm: str, seed: int) -> dict[str, float]:
-    run = _continue_book_model(BERT_CORRUPTION, seed, pairs=True, nsp=NSP_ARMS[arm])
-    held_out = evaluate_mlm(run.model, masked_batches(run.data.valid_examples, run.data.tokenizer),
-                            nsp=True)
+def pair_metrics(model: torch.nn.Module) -> dict[str, float]:
+    """Held-out blanks of the NSP pairs (the same for every arm); the pair head's accuracy on
+    held-out pairs of both tasks (``nsp_acc``, ``sop_acc``; "IsNext" read as "in order" for
+    SOP); and the share of each of chapter 11's four kinds of B it answers IsNext."""
+    scores = {}
+    for task in ("nsp", "sop"):
+        data = chapter_data(model.config.max_position_embeddings, nsp=True, pair_task=task)
+        scores[task] = evaluate_mlm(model, masked_batches(data.valid_examples, data.tokenizer),
+                                    nsp=True)
     _, held_docs = train_valid_split(load_wikipedia(), valid_fraction=VALID_FRACTION, seed=SPLIT_SEED)
-    kinds = answered_is_next(run.model, run.data.tokenizer, held_docs)
-    return {"mlm_acc": held_out["mlm_acc"], "mlm_loss": held_out["mlm_loss"],
-            "nsp_acc": held_out["nsp_acc"], **{is_next_metric(k): kinds[k] for k in B_KINDS}}
+    kinds = answered_is_next(model, data.tokenizer, held_docs)
+    return {"mlm_acc": scores["nsp"]["mlm_acc"], "mlm_loss": scores["nsp"]["mlm_loss"],
+            "nsp_acc": scores["nsp"]["nsp_acc"], "sop_acc": scores["sop"]["nsp_acc"],
+            **{is_next_metric(k): kinds[k] for k in B_KINDS}}
+
+
+def _run_nsp(arm: str, seed: int) -> dict[str, float]:
+    task = NSP_ARMS[arm]
+    run = _continue_book_model(BERT_CORRUPTION, seed, pairs=True, nsp=task is not None,
+                               pair_task=task or "nsp")
+    return pair_metrics(run.model)
 
 
 def masking_metrics(model: torch.nn.Module) -> dict[str, float]:
@@ -234,10 +249,14 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
     Experiment(
         name="nsp",
         question="Does adding NSP to MLM change what a trained encoder learns in 150 more steps, "
-                 "and does its NSP head learn, and from which cue? (chapter 11)",
+                 "does its NSP head learn, and from which cue; and does a sentence-order head "
+                 "(ALBERT's SOP) learn order where NSP learns topic? (chapter 11)",
         arms=tuple(NSP_ARMS), run=_run_nsp,
-        settings={**CONTINUE, "start": "book model", "data": "NSP pairs"},
-        tolerance={"mlm_acc": 0.002, "mlm_loss": 0.005, "nsp_acc": 0.006,
+        settings={**CONTINUE, "start": "book model",
+                  "data": "NSP pairs; SOP pairs for MLM + SOP",
+                  "tests": "blanks of held-out NSP pairs; held-out pairs of both tasks; "
+                           "chapter 11's four kinds of B"},
+        tolerance={"mlm_acc": 0.002, "mlm_loss": 0.005, "nsp_acc": 0.006, "sop_acc": 0.006,
                    **{is_next_metric(k): 0.01 for k in B_KINDS}},
         cheapest_arm="MLM alone"),
     Experiment(
@@ -308,6 +327,18 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
         # The BERT writers are deterministic (argmax); another CPU's rounding can flip a near tie,
         # one piece of 480 moves "repeats" by 0.002 and bigram_nll by about 0.02.
         tolerance={"repeats": 0.01, "bigram_nll": 0.05}),
+    Experiment(
+        name="transfer",
+        question="Fine-tuned on chapter 12's and chapter 13's tasks, does the book's model continued "
+                 "as ELECTRA's discriminator beat it continued with MLM, at the same steps, "
+                 "batches and learning rate? (chapter 15)",
+        arms=transfer.ARMS, run=transfer.transfer_metrics, cheapest_arm=transfer.ARMS[0],
+        settings={"continue": {**transfer.BUDGET, "start": "book model",
+                               "electra_generator": "book model, fixed"},
+                  "which_article": FINETUNE_SETTINGS, "task_shapes": FINETUNE,
+                  "test": "chapter 12's read and unread test sentences; chapter 13's unread articles"},
+        tolerance={**ARTICLE_TOLERANCE,
+                   **{f"{task}_{m}": 0.012 for task, t in TASKS.items() for m in t.measures}}),
     Experiment(
         name="electra",
         question="Can a small ELECTRA discriminator learn to spot a fixed generator's samples in "

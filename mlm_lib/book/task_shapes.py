@@ -232,12 +232,15 @@ def pair_diagnostics(encoder: str, seed: int, run: FinetuneResult) -> dict[str, 
     return {"train_accuracy": fitted, "nsp_head_accuracy": nsp_head_accuracy(start, test_set)}
 
 
-def task_run(task: str, encoder: str, seed: int) -> tuple[FinetuneResult, dict[str, float]]:
-    """Fine-tune one head from one encoder with FINETUNE's recipe; its scores on the unread
-    articles."""
+def task_run(task: str, encoder: str | BertForPreTraining, seed: int
+             ) -> tuple[FinetuneResult, dict[str, float]]:
+    """Fine-tune one head from one encoder (one of ENCODERS, or any pretrained model of the book's
+    shape) with FINETUNE's recipe; its scores on the unread articles."""
     train_set = task_data(task)[0]
     if task == "span":
         train_set = train_set.windows()
     cfg = FinetuneConfig(**FINETUNE, seed=seed, progress=False)
-    run = finetune(task_model(task, encoder, seed), book_model_tokenizer(), train_set, cfg)
+    model = (TASKS[task].head.from_pretraining(encoder, **TASKS[task].head_args, seed=seed)
+             if isinstance(encoder, BertForPreTraining) else task_model(task, encoder, seed))
+    run = finetune(model, book_model_tokenizer(), train_set, cfg)
     return run, task_scores(task, run.model)
