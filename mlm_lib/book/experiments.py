@@ -78,6 +78,10 @@ RECIPE_ARMS: dict[str, dict[str, Any]] = {
                          "model": {"initializer_range": 0.02}, "max_seq_length": 64,
                          "batch_size": 64, "lr": 2e-3},
 }
+# Chapter 10: the recipe's 30 warm-up steps against none, the full rate from the first step, for
+# the book's post-LN model from scratch; the held-out loss every WARMUP_EVAL_EVERY steps.
+WARMUP_ARMS: dict[str, dict[str, Any]] = {"warm-up, 30 steps": {}, "no warm-up": {"warmup_steps": 0}}
+WARMUP_EVAL_EVERY = 200
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -197,19 +201,39 @@ def is_next_metric(kind: str) -> str:
     return "is_next_" + kind.replace(",", "").replace(" ", "_")
 
 
+def recipe_config(change: dict[str, Any], seed: int, steps: int = RECIPE_STEPS,
+                  **settings: Any) -> TrainConfig:
+    """The book's recipe (BOOK_RECIPE_32) with one ``change``, stopped after ``steps`` of its
+    6,000-step schedule."""
+    change = dict(change)
+    model_change = change.pop("model", {})
+    return TrainConfig(**{**BOOK_RECIPE_32, "model": {**BOOK_RECIPE_32["model"], **model_change},
+                          "stop_at_step": steps, "save_every": 0, "threads": None,
+                          "progress": False, "seed": seed, **settings, **change})
+
+
 def run_recipe(arm: str, seed: int, steps: int = RECIPE_STEPS) -> dict[str, float]:
     """One arm of the recipe experiment, stopped after ``steps`` of the 6,000-step schedule (fewer
     than RECIPE_STEPS: the same run's first steps, which tests/book/test_results.py checks quickly)."""
-    change = dict(RECIPE_ARMS[arm])
-    model_change = change.pop("model", {})
-    cfg = TrainConfig(**{**BOOK_RECIPE_32, "model": {**BOOK_RECIPE_32["model"], **model_change},
-                         "stop_at_step": steps, "save_every": 0, "threads": None,
-                         "progress": False, "seed": seed, **change})
+    cfg = recipe_config(RECIPE_ARMS[arm], seed, steps)
     data = chapter_data(cfg.max_seq_length, cfg.nsp)
     model = build_model(**cfg.model_options(data.tokenizer.vocab_size))
     trained = train(model, data.tokenizer, data.train_examples, cfg).model.eval()
     held_out = score(trained, chapter_data(BOOK_RECIPE_32["max_seq_length"]))  # the same blanks
     return {"mlm_acc": held_out["mlm_acc"], "mlm_loss": held_out["mlm_loss"]}
+
+
+def run_warmup(arm: str, seed: int) -> dict[str, float]:
+    """One arm of the warm-up experiment: the held-out loss every WARMUP_EVAL_EVERY steps
+    (``mlm_loss_200``...) and the accuracy at the end, on the recipe experiment's blanks."""
+    cfg = recipe_config(WARMUP_ARMS[arm], seed, eval_every=WARMUP_EVAL_EVERY)
+    data = chapter_data(cfg.max_seq_length, cfg.nsp)
+    model = build_model(**cfg.model_options(data.tokenizer.vocab_size))
+    history = train(model, data.tokenizer, data.train_examples, cfg,
+                    valid_examples=data.valid_examples).history
+    evals = history.columns("step", "mlm_loss", "mlm_acc", kind="eval")
+    metrics = {f"mlm_loss_{step}": loss for step, loss in zip(evals["step"], evals["mlm_loss"])}
+    return {**metrics, "mlm_acc": evals["mlm_acc"][-1], "mlm_loss": evals["mlm_loss"][-1]}
 
 
 # Chapter 12: which article a sentence is from, on the four read articles and the unread ones.
@@ -267,6 +291,18 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                   "changes": RECIPE_ARMS},
         tolerance={"mlm_acc": 0.011, "mlm_loss": 0.08},
         cheapest_arm="book recipe"),
+    Experiment(
+        name="warmup",
+        question="Does the book's post-LN model need its 30 warm-up steps: from scratch, with them "
+                 "and without, how does the held-out loss go over the recipe's first 800 steps? "
+                 "(chapter 10)",
+        arms=tuple(WARMUP_ARMS), run=run_warmup, cheapest_arm="no warm-up",
+        settings={"steps": RECIPE_STEPS, "schedule_steps": 6000, "base": "BOOK_RECIPE_32",
+                  "changes": WARMUP_ARMS, "eval_every": WARMUP_EVAL_EVERY},
+        # from scratch, as the recipe experiment: its tolerances
+        tolerance={"mlm_acc": 0.011, "mlm_loss": 0.08,
+                   **{f"mlm_loss_{s}": 0.08 for s in range(WARMUP_EVAL_EVERY, RECIPE_STEPS + 1,
+                                                           WARMUP_EVAL_EVERY)}}),
     Experiment(
         name="masking", arms=tuple(MASKING_ARMS), run=_run_masking, cheapest_arm="book model",
         question="Does choosing M per whole word or in spans, 150 steps on from the book's model, "

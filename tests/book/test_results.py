@@ -144,7 +144,11 @@ def test_the_recipe_run_begins_as_the_run_that_reproduced_its_file():
             "`make test-slow` to see whether results/recipe.json still reproduces")
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem == "recipe" else p
+# From-scratch runs of 800 steps: minutes each, so `make test-slow` re-runs them.
+SLOW_RESULTS = ("recipe", "warmup")
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW_RESULTS else p
                                   for p in COMMITTED if p.stem not in REPRODUCED_IN],
                          ids=lambda p: p.stem)
 def test_results_file_reproduces(path):
