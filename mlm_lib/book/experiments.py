@@ -450,8 +450,11 @@ def main(argv: Sequence[str] | None = None) -> Path:
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     torch.set_num_threads(args.threads)
-    command = "python -m mlm_lib.book.experiments " + " ".join(argv if argv is not None
-                                                          else sys.argv[1:])
+    given = list(argv if argv is not None else sys.argv[1:])
+    if args.out:  # where the file goes is not part of the experiment (nor a machine's folders)
+        at = given.index("--out") if "--out" in given else None
+        given = given[:at] + given[at + 2:] if at is not None else [a for a in given if not a.startswith("--out=")]
+    command = "python -m mlm_lib.book.experiments " + " ".join(given)
     results = run_experiment(EXPERIMENTS[args.experiment], range(args.seeds), command.strip(),
                              jobs=args.jobs)
     path = save_results(results, args.out)
