@@ -63,7 +63,9 @@ def depth_profile(arrangement: str, seed: int = 0, depth: int = DEPTH,
     config = dataclasses.replace(
         config, num_hidden_layers=depth, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
         initializer_range=initializer_range or config.initializer_range)
-    model = build_model(config, seed=seed)
+    # float64: without LayerNorm the sums grow by orders of magnitude, and float32's rounding,
+    # which differs between CPU kernels, would grow with them
+    model = build_model(config, seed=seed).double()
     data = chapter_data(config.max_position_embeddings)
     batch = masked_batches(data.valid_examples, data.tokenizer, EVAL_CORRUPTION,
                            batch_size=BATCH, max_examples=BATCH)[0]
