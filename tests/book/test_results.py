@@ -144,8 +144,9 @@ def test_the_recipe_run_begins_as_the_run_that_reproduced_its_file():
             "`make test-slow` to see whether results/recipe.json still reproduces")
 
 
-# From-scratch runs of 800 steps: minutes each, so `make test-slow` re-runs them.
-SLOW_RESULTS = ("recipe", "warmup")
+# From-scratch runs of 800 steps, and the regrown encoder's arms: minutes each, so
+# `make test-slow` re-runs them.
+SLOW_RESULTS = ("recipe", "warmup", "regrow_arms")
 # Half an hour a run: tests/book/test_regrown.py re-scores the shipped seed-0 model instead.
 RESCORED = ("regrow",)
 
