@@ -85,7 +85,8 @@ $(VENDOR)/.copied: $(NODE_MODULES)
 # onnxruntime-web and tokenizers.js (above) run these files: book/static/bert-live.js. The book's model
 # and the models chapters 11 and 12 save (mlm_lib/book/chapter_models.py).
 $(SITE_MODEL): $(STAMP) $(VENDOR)/.copied mlm_lib/book/browser_model.py $(wildcard mlm_lib/assets/book-model/*) \
-  $(wildcard mlm_lib/book/assets/chapter-models/*/*)
+  $(wildcard mlm_lib/book/assets/chapter-models/*/*) \
+  mlm_lib/book/second_model.py $(wildcard mlm_lib/book/assets/regrown/*)
 	$(PY) -m mlm_lib.book.browser_model $(VENDOR)/model
 
 # The site renders the outputs committed with each chapter (nothing is executed here; see

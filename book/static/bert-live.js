@@ -4,7 +4,9 @@
 // cross-origin isolation needed), and tokenizers.js reads tokenizer.json; both, and the files
 // mlm_lib/book/browser_model.py exports from the book's checkpoint, are served by the site itself
 // (_static/ort/, _static/tokenizers/, _static/model/). Nothing loads until a control scrolls into
-// view or is used; then a progress line shows the download.
+// view or is used; then a progress line shows the download. The fill-mask and attention controls
+// may instead ask the book's second model (second-model.onnx: a pretrained sentence encoder given
+// back an MLM head, int8 weights), downloaded only when the reader chooses it, its size shown first.
 (function () {
   "use strict";
   var here = document.currentScript ? document.currentScript.src : document.baseURI;
@@ -14,13 +16,18 @@
 
   // ------------------------------------------------------------------ loading, once per page
   var tokenizers = {};   // vocabulary name -> Promise of {encode, vocab}
-  var BOOK_MODEL = "book-model";
+  var BOOK_MODEL = "book-model", SECOND_MODEL = "second-model";
 
   // Every download of the page, so that a progress line can show all of them as one share.
   var downloads = {}, listeners = [];
-  function downloaded() {
+  // ``names``: the model files a control waits for (with the runtime); their share downloaded.
+  function downloaded(names) {
     var got = 0, total = 0;
-    Object.keys(downloads).forEach(function (u) { got += downloads[u][0]; total += downloads[u][1]; });
+    Object.keys(downloads).forEach(function (u) {
+      var file = u.slice(u.lastIndexOf("/") + 1).replace(/\.onnx$/, "");
+      if (u.indexOf(MODEL) === 0 && names.indexOf(file) < 0) return;
+      got += downloads[u][0]; total += downloads[u][1];
+    });
     return total ? got / total : 0;
   }
 
@@ -40,7 +47,7 @@
           }
           chunks.push(step.value); got += step.value.length;
           downloads[url][0] = got;
-          listeners.forEach(function (f) { f(downloaded()); });
+          listeners.forEach(function (f) { f(); });
           return pump();
         });
       }
@@ -81,7 +88,7 @@
 
   // The runtime, once per page; each model file, once, when a control first needs it. The
   // runtime's module, its WebAssembly binary and the model file download side by side.
-  var runtime = null, sessions = {};
+  var runtime = null, sessions = {}, ready = {};
   function onnxRuntime() {
     if (!runtime) {
       if (typeof WebAssembly !== "object") {
@@ -109,8 +116,13 @@
     if (!sessions[name]) {
       var bytes = fetchBytes(MODEL + name + ".onnx");
       sessions[name] = Promise.all([onnxRuntime(), bytes]).then(function (parts) {
-        return parts[0].InferenceSession.create(parts[1], { executionProviders: ["wasm"] })
-          .then(function (s) { return { ort: parts[0], session: s }; });
+        // disable_quant_qdq: the second model's int8 weights are turned into float32 once, when the
+        // session starts, and every product runs in float32, as in mlm_lib; by default onnxruntime
+        // would quantize the activations too and compute something else (the book's other models
+        // have no int8 weights, so the setting changes nothing for them)
+        return parts[0].InferenceSession.create(parts[1], {
+          executionProviders: ["wasm"], extra: { session: { disable_quant_qdq: "1" } } })
+          .then(function (s) { ready[name] = true; return { ort: parts[0], session: s }; });
       });
       sessions[name].catch(function () { delete sessions[name]; });
     }
@@ -138,20 +150,24 @@
     });
   }
 
-  var labels = {};
-  function labelsOf(name) {
-    if (!labels[name]) {
-      labels[name] = fetch(MODEL + name + ".json").then(function (r) {
-        if (!r.ok) throw new Error("could not fetch the labels of " + name + " (" + r.status + ")");
+  // What mlm_lib.book.browser_model wrote beside a model file: a classifier's label names, or the
+  // second model's name, licence, size in bytes, layers and heads.
+  var abouts = {};
+  function about(name) {
+    if (!abouts[name]) {
+      abouts[name] = fetch(MODEL + name + ".json").then(function (r) {
+        if (!r.ok) throw new Error("could not fetch " + name + ".json (" + r.status + ")");
         return r.json();
-      }).then(function (j) { return j.labels; });
-      labels[name].catch(function () { delete labels[name]; });
+      });
+      abouts[name].catch(function () { delete abouts[name]; });
     }
-    return labels[name];
+    return abouts[name];
   }
+  function labelsOf(name) { return about(name).then(function (j) { return j.labels; }); }
 
-  // One forward pass of the book's model (or chapter 11's, ``name`` "nsp"): log P over V at every
-  // position [T][V], attention [L][A][T][T], NSP logits.
+  // One forward pass of the book's model (or chapter 11's, ``name`` "nsp", or the second model,
+  // "second-model"): log P over V at every position [T][V], attention [L][A][T][T], NSP logits
+  // (null for the second model, whose NSP head was never trained).
   function run(enc, causal, name) {
     return model(name).then(function (m) {
       var T = enc.ids.length, feeds = feedsOf(m.ort, enc, causal);
@@ -168,7 +184,8 @@
             maps[l].push(map);
           }
         }
-        return { logProbs: rows, attentions: maps, nsp: Array.from(out.nsp_logits.data), V: V };
+        return { logProbs: rows, attentions: maps, V: V,
+                 nsp: out.nsp_logits ? Array.from(out.nsp_logits.data) : null };
       });
     });
   }
@@ -252,7 +269,7 @@
   // Checks every control shares: an answer the reader can act on, never an exception.
   function checkLength(tok, enc) {
     if (enc.ids.length > tok.maxPositions) {
-      throw new Error(enc.ids.length + " tokens: the book's model reads at most " + tok.maxPositions +
+      throw new Error(enc.ids.length + " tokens: the model reads at most " + tok.maxPositions +
                       " ([CLS] and [SEP] included); shorten the text");
     }
   }
@@ -279,18 +296,58 @@
     return n ? " (" + n + " piece" + (n > 1 ? "s are" : " is") + " [UNK]: characters outside the vocabulary)" : "";
   }
 
+  // ------------------------------------------------------------------ which model answers
+  // The fill-mask and attention controls ask the book's model, or the second model if the reader
+  // chooses it. Its size, name and licence come from second-model.json, fetched when the control
+  // starts; its weights only when it is chosen.
+  var SECOND_NOTE = "a sentence encoder given back an MLM head, not BERT as Google trained it";
+  function mb(bytes) { return (bytes / 1e6).toFixed(1) + " MB"; }
+
+  function modelChoice(ui) {
+    var f = choice("Model", [["book", "the book's model (2 layers, trained in this book)"],
+                             ["second", "a pretrained encoder (a larger download)"]], "book");
+    var select = f.querySelector("select");
+    var second = null;
+    ui.onStart(function () {
+      about(SECOND_MODEL).then(function (a) {
+        second = a;
+        select.options[1].textContent = "a pretrained encoder, " + a.layers + " layers (" + mb(a.bytes) +
+                                        " to download when chosen)";
+      }).catch(function () {});
+    });
+    var pick = {
+      field: f,
+      second: function () { return select.value === "second"; },
+      file: function () { return pick.second() ? SECOND_MODEL : BOOK_MODEL; },
+      tokenizer: function () { return tokenizer(pick.second() ? "bert-base-uncased" : "book"); },
+      about: function () { return pick.second() ? about(SECOND_MODEL) : Promise.resolve(null); },
+      // what the status line says once the model has answered
+      status: function (a, note) {
+        if (!a) return "Computed in your browser by the book's model" + note + ".";
+        return "Computed in your browser by " + a.name + " (" + SECOND_NOTE + "; weights in int8; " +
+               "licence " + a.licence + ")" + note + ".";
+      },
+      loading: function () {
+        return pick.second() && second ? "Loading the pretrained encoder (" + mb(second.bytes) + ")" : "Loading the model";
+      },
+    };
+    ui.uses(function () { return [pick.file()]; }, pick.loading);
+    return pick;
+  }
+
   // ------------------------------------------------------------------ the controls, by kind
   var KINDS = {};
 
   // Chapter 10: fill-mask, and the rank of a word of your choice at the first blank.
   KINDS["fill-mask"] = function (s, ui) {
     var text = textBox(s.text, "Sentence with [MASK]"), word = textBox(s.answer || "", "A word to rank");
-    ui.controls([text, word]);
+    var which = modelChoice(ui);
+    ui.controls([text, word, which.field]);
     return function () {
-      return tokenizer().then(function (tok) {
-        var enc = readSentence(tok, text, "a sentence with [MASK]");
+      return Promise.all([which.tokenizer(), which.about()]).then(function (parts) {
+        var tok = parts[0], about_ = parts[1], enc = readSentence(tok, text, "a sentence with [MASK]");
         var blanks = blanksOf(enc);
-        return run(enc).then(function (out) {
+        return run(enc, false, which.file()).then(function (out) {
           var rows = [];
           blanks.forEach(function (i) {
             topK(out.logProbs[i], tok.vocab, 5).forEach(function (c, k) {
@@ -307,7 +364,7 @@
                 blanks[0] + ", rank " + rankOf(out.logProbs[blanks[0]], id).toLocaleString("en") +
                 " of " + out.V.toLocaleString("en") }));
           }
-          return { nodes: parts, note: unknownNote(enc) };
+          return { nodes: parts, status: which.status(about_, unknownNote(enc)) };
         });
       });
     };
@@ -318,13 +375,24 @@
     var text = textBox(s.text, "Sentence");
     var layer = choice("Layer", [[0, "0"], [1, "1"]], s.layer || 0);
     var head = choice("Head", [[0, "0"], [1, "1"]], s.head || 0);
-    ui.controls([text, layer, head]);
+    var which = modelChoice(ui);
+    ui.controls([text, which.field, layer, head]);
+    // The menus offer the chosen model's layers and heads (the book's: 2 and 2).
+    function offer(f, n) {
+      var select = f.querySelector("select"), keep = Math.min(+select.value, n - 1);
+      if (select.options.length === n) return;
+      select.textContent = "";
+      for (var k = 0; k < n; k++) select.appendChild(el("option", { value: String(k), text: String(k) }));
+      select.value = String(keep);
+    }
     return function () {
-      return tokenizer().then(function (tok) {
-        var enc = readSentence(tok, text, "a sentence");
-        return run(enc).then(function (out) {
+      return Promise.all([which.tokenizer(), which.about()]).then(function (parts) {
+        var tok = parts[0], a = parts[1], enc = readSentence(tok, text, "a sentence");
+        offer(layer, a ? a.layers : 2);
+        offer(head, a ? a.heads : 2);
+        return run(enc, false, which.file()).then(function (out) {
           var map = out.attentions[+layer.querySelector("select").value][+head.querySelector("select").value];
-          return { nodes: [heatmap(enc.tokens, map)], note: unknownNote(enc) };
+          return { nodes: [heatmap(enc.tokens, map)], status: which.status(a, unknownNote(enc)) };
         });
       });
     };
@@ -647,28 +715,36 @@
     var status = el("p", { class: "bert-live-status", role: "status", "aria-live": "polite",
                            text: "The book's model runs in your browser once this control is in view." });
     var result = el("div", { class: "bert-live-result", "aria-live": "polite" });
-    var pending = 0, started = false, answered = false, needs = [BOOK_MODEL];
+    var pending = 0, started = false, loading = false, hooks = [];
+    var needs = function () { return [BOOK_MODEL]; }, loadingText = function () { return "Loading the model"; };
     var ui = {
       controls: function (nodes) { nodes.forEach(function (n) { box.appendChild(n); }); },
       update: function () { update(); },
-      uses: function (names) { needs = names; },   // the model files it runs, when not the book's
-      tokenizerOnly: function () { needs = []; },  // a control that never runs a model
+      // the model files it runs, when not the book's: a list, or a function of the control's
+      // settings (with what to say while they load)
+      uses: function (names, text) {
+        needs = typeof names === "function" ? names : function () { return names; };
+        if (text) loadingText = text;
+      },
+      tokenizerOnly: function () { needs = function () { return []; }; },  // never runs a model
+      onStart: function (f) { hooks.push(f); },   // once, when the control first comes into view or is used
     };
     var compute = build(settings, ui);
     function update() {
       started = true;
       var mine = ++pending;
-      if (needs.some(function (n) { return !sessions[n]; })) status.textContent = "Loading the model…";
+      loading = needs().some(function (n) { return !ready[n]; });
+      if (loading) status.textContent = loadingText() + "…";
       compute().then(function (answer) {
         if (mine !== pending) return;
-        answered = true;
+        loading = false;
         result.textContent = "";
         answer.nodes.forEach(function (n) { result.appendChild(n); });
         status.textContent = answer.status || "Computed in your browser by the book's model" + (answer.note || "") + ".";
         root.setAttribute("data-answered", String(mine));
       }).catch(function (err) {
         if (mine !== pending) return;
-        answered = true;
+        loading = false;
         result.textContent = "";
         status.textContent = err.message || String(err);
         root.setAttribute("data-answered", String(mine));
@@ -685,13 +761,14 @@
       Array.prototype.forEach.call(area.children, function (c) { if (c.contains(root)) c.classList.add("bert-live-own"); });
     }
     root.hidden = false;
-    function progress(f) {
-      if (!answered) status.textContent = "Loading the model: " + Math.round(100 * f) + "%";
+    function progress() {
+      if (loading) status.textContent = loadingText() + ": " + Math.round(100 * downloaded(needs())) + "%";
     }
     var start = function () {
       if (started) return;
-      if (needs.length) listeners.push(progress);
-      needs.forEach(function (n) { model(n).catch(function () {}); });
+      hooks.forEach(function (f) { f(); });
+      if (needs().length) listeners.push(progress);
+      needs().forEach(function (n) { model(n).catch(function () {}); });
       update();
     };
     if ("IntersectionObserver" in window) {

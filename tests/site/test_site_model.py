@@ -18,7 +18,9 @@ import torch
 
 from browser import DESKTOP, move_control
 from mlm_lib.book.book_model import book_model, book_model_tokenizer
+from mlm_lib.book.browser_model import SECOND_MODEL, second_browser_model
 from mlm_lib.book.chapter_models import load_chapter_model
+from mlm_lib.book.second_model import ENCODER_LICENCE, regrown_tokenizer
 from mlm_lib.corpus import load_wikipedia, train_valid_split
 from mlm_lib.finetune import predict
 from mlm_lib.inference import attention_probs, fill_mask
@@ -100,6 +102,101 @@ def test_the_browser_model_computes_what_mlm_lib_computes(page, sentences):
         worst["nsp"] = max(worst["nsp"], float((torch.tensor(g["nsp"]) - nsp).abs().max()))
     print(f"book model, {len(sentences)} held-out sentences, largest differences: {worst}")
     assert all(v <= PROB_TOL for v in worst.values()), worst
+
+
+RUN_SECOND = """async (texts) => {
+  const tok = await BertLive.tokenizer("bert-base-uncased");
+  const out = [];
+  for (const t of texts) {
+    const enc = tok.encode(t);
+    const r = await BertLive.run(enc, false, "second-model");
+    const blank = enc.tokens.indexOf("[MASK]");
+    out.push({ids: enc.ids, nsp: r.nsp,
+              top: BertLive.topK(r.logProbs[blank], tok.vocab, 5).map(c => [c.token, c.p]),
+              attention: r.attentions.map(l => l.map(h => h.map(row => Array.from(row))))});
+  }
+  return out;
+}"""
+
+
+@pytest.mark.on_page("notebooks/10_pretraining.html")
+def test_the_browser_runs_the_second_model_as_mlm_lib_runs_its_int8_rounding(page, sentences):
+    """The same check for the second model, against mlm_lib with the same int8-rounded matrices
+    (mlm_lib.book.browser_model.second_browser_model): the browser computes in float32 as the
+    library does, so the same tolerance holds."""
+    p = page("10_pretraining")
+    got = p.evaluate(RUN_SECOND, sentences)
+    model, tok = second_browser_model(), regrown_tokenizer()
+    worst = {"p": 0.0, "attention": 0.0}
+    for text, g in zip(sentences, got):
+        assert g["ids"] == tok.encode(text).input_ids, text
+        assert g["nsp"] is None, "the second model has no trained NSP head, and exports none"
+        (expected,) = fill_mask(model, tok, text, top_k=5)
+        assert [t for t, _ in g["top"]] == expected.tokens, text
+        worst["p"] = max(worst["p"], max(abs(a - b) for (_, a), b in zip(g["top"], expected.probs)))
+        _, att = attention_probs(model, tok, text)
+        worst["attention"] = max(worst["attention"], float((torch.tensor(g["attention"]) - att).abs().max()))
+    print(f"second model, {len(sentences)} held-out sentences, largest differences: {worst}")
+    assert all(v <= PROB_TOL for v in worst.values()), worst
+
+
+def _model_files(p) -> list[str]:
+    return p.evaluate("() => performance.getEntriesByType('resource').map(e => e.name)"
+                      ".filter(u => u.includes('/_static/model/') && u.endsWith('.onnx'))")
+
+
+def test_the_second_model_downloads_only_when_chosen_and_says_what_it_is(server, browser):
+    """On a page of its own (a fresh profile): the menu states the download before it starts; the
+    answer names the model, what it is not, and its licence; a long text gets the second model's
+    own limit."""
+    context = browser.new_context(viewport=DESKTOP)
+    try:
+        p = context.new_page()
+        p.goto(server + "notebooks/10_pretraining.html", wait_until="load")
+        root = p.locator('.bert-live[data-kind="fill-mask"]')
+        _first_answer(p, root)
+        status = root.locator(".bert-live-status")
+        assert "the book's model" in status.inner_text()
+        menu = root.locator("select")
+        p.wait_for_function("s => /MB to download/.test(s.options[1].textContent)", arg=menu.element_handle())
+        size = float(re.search(r"([\d.]+) MB", menu.locator("option").nth(1).inner_text()).group(1))
+        assert not [u for u in _model_files(p) if SECOND_MODEL in u], "downloaded before it was chosen"
+        n = root.get_attribute("data-answered")
+        menu.select_option("second")
+        _answer(p, root, n)
+        answer = status.inner_text()
+        for words in ("in your browser", "regrown MLM head", "not BERT as Google trained it", ENCODER_LICENCE):
+            assert words in answer, (words, answer)
+        loaded = [u for u in _model_files(p) if SECOND_MODEL in u]
+        assert len(loaded) == 1, loaded
+        transferred = p.evaluate("u => performance.getEntriesByName(u)[0].encodedBodySize", loaded[0])
+        assert abs(transferred / 1e6 - size) <= 0.05, (transferred, size)
+        box = root.locator("input[type=text]").first
+        n = root.get_attribute("data-answered")
+        box.fill(" ".join(["the"] * 600) + " [MASK]")
+        assert "at most 512" in _answer(p, root, n)
+    finally:
+        context.close()
+
+
+@pytest.mark.on_page("notebooks/07_inside_bert.html")
+def test_the_attention_control_offers_the_second_models_layers_and_heads(page):
+    p = page("07_inside_bert")
+    root = p.locator('.bert-live[data-kind="attention"]')
+    _first_answer(p, root)
+    selects = root.locator("select")
+    n = root.get_attribute("data-answered")
+    selects.nth(0).select_option("second")
+    _answer(p, root, n)
+    assert "regrown MLM head" in root.locator(".bert-live-status").inner_text()
+    counts = [selects.nth(k).locator("option").count() for k in (1, 2)]
+    assert counts == [6, 12], counts
+    n = root.get_attribute("data-answered")
+    selects.nth(0).select_option("book")
+    _answer(p, root, n)
+    assert "the book's model" in root.locator(".bert-live-status").inner_text()
+    counts = [selects.nth(k).locator("option").count() for k in (1, 2)]
+    assert counts == [2, 2], counts
 
 
 RUN_PAIRS = """async (pairs) => {
@@ -211,6 +308,11 @@ def test_bad_input_gets_a_message_and_the_page_keeps_working(page, text, message
     p = page("10_pretraining")
     root = p.locator('.bert-live[data-kind="fill-mask"]')
     _first_answer(p, root)
+    menu = root.locator("select")
+    if menu.input_value() != "book":  # another check of the shared visit chose the second model
+        n = root.get_attribute("data-answered")
+        menu.select_option("book")
+        _answer(p, root, n)
     box = root.locator("input[type=text]").first
     n = root.get_attribute("data-answered")
     box.fill(text)
