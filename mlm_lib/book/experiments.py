@@ -323,8 +323,8 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
         name="finetune",
         question="How much does the book's pretrained encoder add over a random one and over "
                  "itself frozen, on a task of articles it read and of articles it never read? "
-                 "(chapter 12)",
-        arms=which_article.ARMS, run=which_article.short_run_accuracies,
+                 "And the second model's larger encoder, pretrained on far more text? (chapter 12)",
+        arms=which_article.EXPERIMENT_ARMS, run=which_article.short_run_accuracies,
         cheapest_arm="frozen encoder", settings=FINETUNE_SETTINGS,
         tolerance=ARTICLE_TOLERANCE),
     Experiment(
