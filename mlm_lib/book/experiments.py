@@ -38,7 +38,8 @@ from mlm_lib.book.replaced_tokens import BATCH_SIZE as ELECTRA_BATCH_SIZE
 from mlm_lib.book.replaced_tokens import LR as ELECTRA_LR
 from mlm_lib.book.replaced_tokens import STEPS as ELECTRA_STEPS
 from mlm_lib.book.replaced_tokens import electra_metrics
-from mlm_lib.book.task_shapes import ENCODERS, FINETUNE, SIZES, TASKS, pair_diagnostics, task_run
+from mlm_lib.book.task_shapes import (EXPERIMENT_ENCODERS, FINETUNE, SIZES, TASKS, pair_diagnostics,
+                                      task_run)
 from mlm_lib.book.wiki_links import QUESTIONS as WIKI_LINK_QUESTIONS
 from mlm_lib.book.wiki_links import SIZES as WIKI_LINK_SIZES
 from mlm_lib.corpus import load_wikipedia, train_valid_split
@@ -341,7 +342,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
         question="Does the book's pretrained encoder, as it is and continued with NSP, beat a "
                  "random one on a pair task, on tagging the words Wikipedia's editors linked and on "
                  "finding the words linked to a page, tested on articles it never read? (chapter 13)",
-        arms=ENCODERS, run=task_shape_metrics, cheapest_arm="random encoder",
+        arms=EXPERIMENT_ENCODERS, run=task_shape_metrics, cheapest_arm="random encoder",
         settings={**FINETUNE, "sizes": {"pair": SIZES, "tagging": WIKI_LINK_SIZES,
                                         "span": WIKI_LINK_QUESTIONS},
                   "tasks": {k: list(t.measures) for k, t in TASKS.items()},

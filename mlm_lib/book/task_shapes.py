@@ -10,9 +10,11 @@ read.
   model's 64 positions, scored by exact match and F1).
 
 Each is fine-tuned from the book's pretrained encoder, from it continued with MLM + NSP (which
-trains the pooler and segment B's embedding row that MLM alone leaves untrained) and from a random
-encoder of the same shape, by the same :func:`~mlm_lib.finetune.finetune` call; :func:`task_run`
-does one task for one seed, and :func:`pair_diagnostics` measures why the pair task stays at
+trains the pooler and segment B's embedding row that MLM alone leaves untrained), from a random
+encoder of the same shape, and from the encoder of the book's second model
+(:mod:`mlm_lib.book.second_model`: larger, pretrained on far more text, on BERT's vocabulary, which
+it reads here), by the same :func:`~mlm_lib.finetune.finetune` call; :func:`task_run` does one
+task for one seed, and :func:`pair_diagnostics` measures why the pair task stays at
 guessing.
 """
 
@@ -28,6 +30,7 @@ import torch
 from mlm_lib.book import wiki_links
 from mlm_lib.book.book_model import book_model, book_model_tokenizer
 from mlm_lib.book.chapter_runs import CONTINUE, chapter_data, train_micro
+from mlm_lib.book.second_model import regrown_model, regrown_tokenizer
 from mlm_lib.corpus import Document, load_wikipedia, train_valid_split
 from mlm_lib.finetune import (BertClassifier, FinetuneConfig, FinetunedBert, FinetuneResult,
                               LabelledSet, evaluate_task, finetune)
@@ -36,6 +39,7 @@ from mlm_lib.model import BertForPreTraining
 from mlm_lib.pretraining import SPLIT_SEED, VALID_FRACTION
 from mlm_lib.tasks import (STRIDE, BertSpanHead, BertTokenClassifier, TaggedSet, WindowSet,
                            predict_answers, squad_scores, tagging_scores, windows_for)
+from mlm_lib.tokenizer import WordPieceTokenizer
 
 PAIR_LABELS = ["other article", "same article"]
 MIN_WORDS = 6  # shorter "sentences" are mostly list items and headings left in the excerpt
@@ -43,6 +47,11 @@ MAX_PIECES = 64  # the book's model has 64 positions
 # The book's MLM-only model never trained its pooler or segment B's embedding row; the third
 # encoder is it continued as chapter 11 does, with MLM + NSP on sentence pairs, which trains both.
 ENCODERS = ("pretrained encoder", "random encoder", "NSP-continued encoder")
+# The second model's encoder: 6 layers of 384 (the book's: 2 of 128), pretrained as a sentence
+# encoder before its MLM head was regrown on the book's training split; its pooler and NSP head
+# were never trained. Same recipe and the same 64 pieces, on its own vocabulary.
+SECOND_ENCODER = "second model's encoder"
+EXPERIMENT_ENCODERS = ENCODERS + (SECOND_ENCODER,)  # the rows of the task_shapes results
 # One recipe for every task and both encoders: chapter 12's (its random encoder gets no
 # longer run here: that comparison is chapter 12's).
 FINETUNE = dict(epochs=3, batch_size=16, lr=5e-4, max_length=MAX_PIECES)
@@ -104,9 +113,11 @@ class QuestionSet:
     def spans(self) -> list[tuple[int, int]]:
         return [(s, s + len(a)) for s, a in zip(self.starts, self.answers)]
 
-    def windows(self, answered_only: bool = True) -> WindowSet:
-        return windows_for(book_model_tokenizer(), self.questions, self.contexts, self.spans(),
-                           MAX_PIECES, STRIDE, answered_only)
+    def windows(self, answered_only: bool = True, tokenizer: WordPieceTokenizer | None = None
+                ) -> WindowSet:
+        """The windows of MAX_PIECES pieces, cut with ``tokenizer`` (the book's unless given)."""
+        return windows_for(tokenizer or book_model_tokenizer(), self.questions, self.contexts,
+                           self.spans(), MAX_PIECES, STRIDE, answered_only)
 
 
 def link_tagging_sets() -> tuple[TaggedSet, TaggedSet]:
@@ -174,42 +185,52 @@ def nsp_continued_model(seed: int) -> BertForPreTraining:
                        **CONTINUE).model
 
 
+def tokenizer_for(encoder: str) -> WordPieceTokenizer:
+    """The vocabulary ``encoder`` reads: BERT's 30,522 pieces for the second model's."""
+    return regrown_tokenizer() if encoder == SECOND_ENCODER else book_model_tokenizer()
+
+
 def task_model(task: str, encoder: str, seed: int) -> FinetunedBert:
-    """The task's head on the book's pretrained encoder, on it continued with NSP, or on a random
-    encoder of the same shape."""
+    """The task's head on the book's pretrained encoder, on it continued with NSP, on a random
+    encoder of the same shape, or on the second model's encoder."""
     shape = TASKS[task]
+    if encoder == SECOND_ENCODER:
+        return shape.head.from_pretraining(regrown_model(), **shape.head_args, seed=seed)
     if encoder == ENCODERS[0]:
         return shape.head.from_pretraining(book_model(), **shape.head_args, seed=seed)
     if encoder == ENCODERS[2]:
         return shape.head.from_pretraining(nsp_continued_model(seed), **shape.head_args, seed=seed)
     if encoder == ENCODERS[1]:
         return shape.head.from_scratch(book_model().config, **shape.head_args, seed=seed)
-    raise ValueError(f"encoder must be one of {ENCODERS}, got {encoder!r}")
+    raise ValueError(f"encoder must be one of {EXPERIMENT_ENCODERS}, got {encoder!r}")
 
 
-def task_scores(task: str, model: FinetunedBert) -> dict[str, float]:
+def task_scores(task: str, model: FinetunedBert, tokenizer: WordPieceTokenizer | None = None
+                ) -> dict[str, float]:
     """The model's loss on the unread articles and its task's measures, as the field scores them:
     accuracy; entity-level F1 (CoNLL); exact match and F1 of the best answer over all windows
-    (SQuAD; no answer is the empty string)."""
-    tokenizer = book_model_tokenizer()
+    (SQuAD; no answer is the empty string). ``tokenizer``: the book's unless given."""
+    tokenizer = tokenizer or book_model_tokenizer()
     test = task_data(task)[1]
     if task == "pair":
         return evaluate_task(model, tokenizer, test, MAX_PIECES)
     if task == "tagging":
         loss = evaluate_task(model, tokenizer, test, MAX_PIECES)["loss"]
         return {**tagging_scores(model, tokenizer, test, MAX_PIECES), "loss": loss}
-    loss = evaluate_task(model, tokenizer, test.windows(), MAX_PIECES)["loss"]
+    loss = evaluate_task(model, tokenizer, test.windows(tokenizer=tokenizer), MAX_PIECES)["loss"]
     nbest = predict_answers(model, tokenizer, test.questions, test.contexts, MAX_PIECES)
     best = [n[0].text if n else "" for n in nbest]
     return {**squad_scores(best, [[a] for a in test.answers]), "loss": loss}
 
 
 @torch.no_grad()
-def nsp_head_accuracy(model: BertForPreTraining, pairs: LabelledSet) -> float:
+def nsp_head_accuracy(model: BertForPreTraining, pairs: LabelledSet,
+                      tokenizer: WordPieceTokenizer | None = None) -> float:
     """The pair task answered with no fine-tuning: the model's NSP head read as "same article"
-    when it says IsNext. Trained only in the NSP-continued encoder; the book's MLM-only model
-    carries an NSP head it never trained, and the random encoder a random one."""
-    batch = book_model_tokenizer().encode_batch(pairs.texts, pairs.pairs, max_length=MAX_PIECES)
+    when it says IsNext. Trained only in the NSP-continued encoder; the book's MLM-only model and
+    the second model carry an NSP head never trained, and the random encoder a random one."""
+    batch = (tokenizer or book_model_tokenizer()).encode_batch(pairs.texts, pairs.pairs,
+                                                               max_length=MAX_PIECES)
     logits = model.eval()(batch["input_ids"], batch["token_type_ids"],
                           batch["attention_mask"]).nsp_logits
     same = PAIR_LABELS.index("same article")
@@ -222,25 +243,30 @@ def pair_diagnostics(encoder: str, seed: int, run: FinetuneResult) -> dict[str, 
     training pairs (does it fit them?) and the arm's NSP head without fine-tuning on the test pairs
     (does the encoder carry the signal?)."""
     train_set, test_set = task_data("pair")
-    fitted = evaluate_task(run.model, book_model_tokenizer(), train_set, MAX_PIECES)["accuracy"]
-    if encoder == ENCODERS[0]:
+    tokenizer = tokenizer_for(encoder)
+    fitted = evaluate_task(run.model, tokenizer, train_set, MAX_PIECES)["accuracy"]
+    if encoder == SECOND_ENCODER:
+        start = regrown_model()
+    elif encoder == ENCODERS[0]:
         start = book_model()
     elif encoder == ENCODERS[1]:
         start = BertForPreTraining(book_model().config, seed=seed)  # the random arm's encoder
     else:
         start = nsp_continued_model(seed)
-    return {"train_accuracy": fitted, "nsp_head_accuracy": nsp_head_accuracy(start, test_set)}
+    return {"train_accuracy": fitted,
+            "nsp_head_accuracy": nsp_head_accuracy(start, test_set, tokenizer)}
 
 
 def task_run(task: str, encoder: str | BertForPreTraining, seed: int
              ) -> tuple[FinetuneResult, dict[str, float]]:
-    """Fine-tune one head from one encoder (one of ENCODERS, or any pretrained model of the book's
-    shape) with FINETUNE's recipe; its scores on the unread articles."""
+    """Fine-tune one head from one encoder (one of EXPERIMENT_ENCODERS, or any pretrained model on
+    the book's vocabulary) with FINETUNE's recipe; its scores on the unread articles."""
+    tokenizer = book_model_tokenizer() if isinstance(encoder, BertForPreTraining) else tokenizer_for(encoder)
     train_set = task_data(task)[0]
     if task == "span":
-        train_set = train_set.windows()
+        train_set = train_set.windows(tokenizer=tokenizer)
     cfg = FinetuneConfig(**FINETUNE, seed=seed, progress=False)
     model = (TASKS[task].head.from_pretraining(encoder, **TASKS[task].head_args, seed=seed)
              if isinstance(encoder, BertForPreTraining) else task_model(task, encoder, seed))
-    run = finetune(model, book_model_tokenizer(), train_set, cfg)
-    return run, task_scores(task, run.model)
+    run = finetune(model, tokenizer, train_set, cfg)
+    return run, task_scores(task, run.model, tokenizer)
