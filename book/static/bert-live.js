@@ -4,8 +4,8 @@
 // cross-origin isolation needed), and tokenizers.js reads tokenizer.json; both, and the files
 // mlm_lib/book/browser_model.py exports from the book's checkpoint, are served by the site itself
 // (_static/ort/, _static/tokenizers/, _static/model/). Nothing loads until a control scrolls into
-// view or is used; then a progress line shows the download. The fill-mask and attention controls
-// may instead ask the book's second model (second-model.onnx: a pretrained sentence encoder given
+// view or is used; then a progress line shows the download. The fill-mask, attention and generate
+// controls may instead ask the book's second model (second-model.onnx: a pretrained sentence encoder given
 // back an MLM head, int8 weights), downloaded only when the reader chooses it, its size shown first.
 (function () {
   "use strict";
@@ -297,8 +297,8 @@
   }
 
   // ------------------------------------------------------------------ which model answers
-  // The fill-mask and attention controls ask the book's model, or the second model if the reader
-  // chooses it. Its size, name and licence come from second-model.json, fetched when the control
+  // The fill-mask, attention and generate controls ask the book's model, or the second model if the
+  // reader chooses it. Its size, name and licence come from second-model.json, fetched when the control
   // starts; its weights only when it is chosen.
   var SECOND_NOTE = "a sentence encoder given back an MLM head, not BERT as Google trained it";
   function mb(bytes) { return (bytes / 1e6).toFixed(1) + " MB"; }
@@ -536,12 +536,13 @@
 
   // Chapter 8: BERT used as GPT, as mlm_lib.causal.generate_left_to_right does: put [MASK] after
   // the text, take the most probable piece, append it, repeat.
-  function leftToRight(tok, ids, n, banned) {
+  // ``name``: the model file (the book's model unless given).
+  function leftToRight(tok, ids, n, banned, name) {
     var out = [];
     function step() {
       if (out.length === n) return Promise.resolve(out);
       var x = ids.concat(out, [tok.ids["[MASK]"], tok.ids["[SEP]"]]);
-      return run({ ids: x, types: x.map(function () { return 0; }) }).then(function (r) {
+      return run({ ids: x, types: x.map(function () { return 0; }) }, false, name).then(function (r) {
         out.push(topK(r.logProbs[x.length - 2], tok.vocab, 1, banned)[0].id);
         return step();
       });
@@ -552,7 +553,7 @@
   // ...and as mlm_lib.causal.generate_by_refilling does (mask-predict): fill all n blanks at once,
   // then in round t of T re-mask the floor(n (T - t) / T) pieces written with the lowest
   // probability (ties to the earlier position) and fill them again.
-  function refill(tok, ids, n, rounds, banned) {
+  function refill(tok, ids, n, rounds, banned, name) {
     var mask = tok.ids["[MASK]"], start = ids.length, draft = [], sure = [];
     for (var j = 0; j < n; j++) { draft.push(mask); sure.push(0); }
     banned = banned || bannedIds(tok);
@@ -565,7 +566,7 @@
           .slice(0, k).forEach(function (j) { draft[j] = mask; });
       }
       var x = ids.concat(draft, [tok.ids["[SEP]"]]);
-      return run({ ids: x, types: x.map(function () { return 0; }) }).then(function (r) {
+      return run({ ids: x, types: x.map(function () { return 0; }) }, false, name).then(function (r) {
         draft.forEach(function (d, j) {
           if (d !== mask) return;
           var best = topK(r.logProbs[start + j], tok.vocab, 1, banned)[0];
@@ -587,9 +588,11 @@
     rounds.querySelector("input").addEventListener("input", function () {
       way.querySelector("select").value = "refill";
     });
-    ui.controls([text, length, way, rounds]);
+    var which = modelChoice(ui);
+    ui.controls([text, length, way, rounds, which.field]);
     return function () {
-      return tokenizer().then(function (tok) {
+      return Promise.all([which.tokenizer(), which.about()]).then(function (parts) {
+        var tok = parts[0], a = parts[1];
         var enc = readSentence(tok, text, "the start of a sentence", true), t = enc.text;
         var n = +length.querySelector("input").value, banned = bannedIds(tok);
         var ids = enc.ids.slice(0, -1);
@@ -597,11 +600,12 @@
           throw new Error("the prompt and " + n + " pieces need more than the model's " + tok.maxPositions + " positions");
         }
         var refilling = way.querySelector("select").value === "refill";
-        var made = refilling ? refill(tok, ids, n, +rounds.querySelector("input").value, banned)
-                             : leftToRight(tok, ids, n, banned);
+        var made = refilling ? refill(tok, ids, n, +rounds.querySelector("input").value, banned, which.file())
+                             : leftToRight(tok, ids, n, banned, which.file());
         return made.then(function (pieces) {
           var words = pieces.map(function (i) { return tok.vocab[i]; });
-          return { nodes: [el("p", { class: "bert-live-pieces", text: t + " -> " + words.join(" ") })], note: unknownNote(enc) };
+          return { nodes: [el("p", { class: "bert-live-pieces", text: t + " -> " + words.join(" ") })],
+                   status: which.status(a, unknownNote(enc)) };
         });
       });
     };

@@ -205,9 +205,11 @@ def export_second_model(path: Path) -> dict[str, object]:
     graph = onnx.load(str(path))
     _weights_in_int8(graph, quantized)
     _weights_in_float16(graph)
+    name = f"{ENCODER}'s encoder with a regrown MLM head"
+    helper.set_model_props(graph, {"name": name, "licence": ENCODER_LICENCE})  # carried with the weights
     onnx.save(graph, str(path))
     config = model.config
-    return {"name": f"{ENCODER}'s encoder with a regrown MLM head", "licence": ENCODER_LICENCE,
+    return {"name": name, "licence": ENCODER_LICENCE,
             "file": path.name, "bytes": path.stat().st_size, "layers": config.num_hidden_layers,
             "heads": config.num_attention_heads, "positions": config.max_position_embeddings,
             "vocabulary": "bert-base-uncased"}

@@ -112,6 +112,7 @@ def test_the_second_model_stores_every_matrix_once_in_int8(site_model):
         [i.name for i in matrices if i.data_type != onnx.TensorProto.INT8]
     # the word embeddings serve the input and the tied decoder: one table of 30,522 x 384
     assert sum(list(i.dims) in ([30522, 384], [384, 30522]) for i in matrices) == 1
+    assert {p.key: p.value for p in graph.metadata_props}["licence"] == ENCODER_LICENCE
     about = json.loads((site_model / f"{SECOND_MODEL}.json").read_text())
     assert about["bytes"] == path.stat().st_size <= SECOND_MAX_BYTES
     assert (about["layers"], about["heads"], about["licence"]) == (6, 12, ENCODER_LICENCE)

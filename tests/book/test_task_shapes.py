@@ -33,3 +33,17 @@ def test_an_unknown_encoder_is_named():
     with pytest.raises(ValueError, match="encoder must be one of"):
         task_model("pair", "an encoder", 0)
     assert len(ENCODERS) == 3
+
+
+def test_the_second_encoder_fine_tunes_on_its_own_vocabulary():
+    from mlm_lib.book.second_model import regrown_model
+    from mlm_lib.book.task_shapes import SECOND_ENCODER, task_data, tokenizer_for
+
+    head = task_model("span", SECOND_ENCODER, 0)
+    start = regrown_model().bert.state_dict()
+    assert all(torch.equal(v, start[k]) for k, v in head.bert.state_dict().items())
+    tok = tokenizer_for(SECOND_ENCODER)
+    assert tok.vocab_size == 30522 and tokenizer_for(ENCODERS[0]).vocab_size == 8000
+    windows = task_data("span")[1].windows(tokenizer=tok)
+    ids = windows.batch(tok, range(4), 64)["input_ids"]
+    assert int(ids.max()) >= 8000, "cut with the book's vocabulary, not the second model's"

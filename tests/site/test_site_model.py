@@ -355,11 +355,14 @@ def test_the_model_loads_only_when_a_control_is_in_view(server, browser):
         context.close()
 
 
-# The generate control's own two ways of writing (bert-live.js), asked for pieces.
-GENERATE = """async ([prompt, n, rounds]) => {
-  const tok = await BertLive.tokenizer();
+# The generate control's own two ways of writing (bert-live.js), asked for pieces; ``second``: by
+# the second model (on BERT-base's vocabulary) instead of the book's.
+GENERATE = """async ([prompt, n, rounds, second]) => {
+  const tok = await BertLive.tokenizer(second ? "bert-base-uncased" : "book");
+  const name = second ? "second-model" : undefined;
   const ids = tok.encode(prompt).ids.slice(0, -1);  // [CLS] prompt, without [SEP]
-  const out = rounds ? await BertLive.refill(tok, ids, n, rounds) : await BertLive.leftToRight(tok, ids, n);
+  const out = rounds ? await BertLive.refill(tok, ids, n, rounds, undefined, name)
+                     : await BertLive.leftToRight(tok, ids, n, undefined, name);
   return out.map(i => tok.vocab[i]);
 }"""
 
@@ -371,10 +374,22 @@ def test_the_browser_generates_what_mlm_lib_generates(page, prompt):
 
     p = page("08_both_directions")
     model, tok = book_model(), book_model_tokenizer()
-    assert p.evaluate(GENERATE, [prompt, 8, 0]) == generate_left_to_right(model, tok, prompt, num_tokens=8)
+    assert p.evaluate(GENERATE, [prompt, 8, 0, False]) == generate_left_to_right(model, tok, prompt, num_tokens=8)
     for rounds in (1, 4, 8):
-        assert p.evaluate(GENERATE, [prompt, 8, rounds]) == generate_by_refilling(
+        assert p.evaluate(GENERATE, [prompt, 8, rounds, False]) == generate_by_refilling(
             model, tok, prompt, num_tokens=8, iterations=rounds), f"mask-predict, {rounds} rounds"
+
+
+@pytest.mark.on_page("notebooks/08_both_directions.html")
+@pytest.mark.parametrize("prompt", ["the history of the city", "in 1861 the president"])
+def test_the_browser_generates_with_the_second_model_what_mlm_lib_generates(page, prompt):
+    from mlm_lib.causal import generate_by_refilling, generate_left_to_right
+
+    p = page("08_both_directions")
+    model, tok = second_browser_model(), regrown_tokenizer()
+    assert p.evaluate(GENERATE, [prompt, 8, 0, True]) == generate_left_to_right(model, tok, prompt, num_tokens=8)
+    assert p.evaluate(GENERATE, [prompt, 8, 4, True]) == generate_by_refilling(
+        model, tok, prompt, num_tokens=8, iterations=4)
 
 
 def test_a_browser_without_webassembly_is_told_so(server, browser):
