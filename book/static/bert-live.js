@@ -324,6 +324,7 @@
       // what the status line says once the model has answered
       status: function (a, note) {
         if (!a) return "Computed in your browser by the book's model" + note + ".";
+        select.options[1].textContent = "a pretrained encoder, " + a.layers + " layers (" + mb(a.bytes) + ", loaded)";
         return "Computed in your browser by " + a.name + " (" + SECOND_NOTE + "; weights in int8; " +
                "licence " + a.licence + ")" + note + ".";
       },
