@@ -194,18 +194,14 @@ def test_the_attention_control_offers_the_second_models_layers_and_heads(page):
     root = p.locator('.bert-live[data-kind="attention"]')
     _first_answer(p, root)
     selects = root.locator("select")
-    n = root.get_attribute("data-answered")
-    selects.nth(0).select_option("second")
-    _answer(p, root, n)
-    assert "regrown MLM head" in root.locator(".bert-live-status").inner_text()
-    counts = [selects.nth(k).locator("option").count() for k in (1, 2)]
-    assert counts == [6, 12], counts
-    n = root.get_attribute("data-answered")
-    selects.nth(0).select_option("book")
-    _answer(p, root, n)
-    assert "the book's model" in root.locator(".bert-live-status").inner_text()
-    counts = [selects.nth(k).locator("option").count() for k in (1, 2)]
-    assert counts == [2, 2], counts
+    for model, says, layers_heads in (("second", "regrown MLM head", [6, 12]),
+                                      ("book", "the book's model", [2, 2])):
+        n = root.get_attribute("data-answered")
+        selects.nth(0).select_option(model)
+        _answer(p, root, n)
+        assert says in root.locator(".bert-live-status").inner_text()
+        counts = [selects.nth(k).locator("option").count() for k in (1, 2)]
+        assert counts == layers_heads, (model, counts)
 
 
 RUN_PAIRS = """async (pairs) => {
