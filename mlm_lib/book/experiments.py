@@ -38,7 +38,8 @@ from mlm_lib.book.replaced_tokens import BATCH_SIZE as ELECTRA_BATCH_SIZE
 from mlm_lib.book.replaced_tokens import LR as ELECTRA_LR
 from mlm_lib.book.replaced_tokens import STEPS as ELECTRA_STEPS
 from mlm_lib.book.replaced_tokens import electra_metrics
-from mlm_lib.book.task_shapes import (EXPERIMENT_ENCODERS, FINETUNE, SIZES, TASKS, pair_diagnostics,
+from mlm_lib.book.task_shapes import (BERT_FINETUNE_LR, EXPERIMENT_ENCODERS, FINETUNE,
+                                      SECOND_AT_BERT_RATE, SIZES, TASKS, pair_diagnostics,
                                       task_run)
 from mlm_lib.book.wiki_links import QUESTIONS as WIKI_LINK_QUESTIONS
 from mlm_lib.book.wiki_links import SIZES as WIKI_LINK_SIZES
@@ -341,10 +342,11 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
         name="task_shapes",
         question="Does the book's pretrained encoder, as it is and continued with NSP, beat a "
                  "random one on a pair task, on tagging the words Wikipedia's editors linked and on "
-                 "finding the words linked to a page, tested on articles it never read? (chapter 13)",
+                 "finding the words linked to a page, tested on articles it never read? And the second "
+                 "model's encoder, at the book's rate and at BERT's? (chapter 13)",
         arms=EXPERIMENT_ENCODERS, run=task_shape_metrics, cheapest_arm="random encoder",
-        settings={**FINETUNE, "sizes": {"pair": SIZES, "tagging": WIKI_LINK_SIZES,
-                                        "span": WIKI_LINK_QUESTIONS},
+        settings={**FINETUNE, "lr_by_arm": {SECOND_AT_BERT_RATE: BERT_FINETUNE_LR},
+                  "sizes": {"pair": SIZES, "tagging": WIKI_LINK_SIZES, "span": WIKI_LINK_QUESTIONS},
                   "tasks": {k: list(t.measures) for k, t in TASKS.items()},
                   "train": "articles the book's model read", "test": "the five it never read"},
         tolerance={**{f"{task}_{m}": 0.012 for task, t in TASKS.items() for m in t.measures},
