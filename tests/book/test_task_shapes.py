@@ -47,3 +47,21 @@ def test_the_second_encoder_fine_tunes_on_its_own_vocabulary():
     windows = task_data("span")[1].windows(tokenizer=tok)
     ids = windows.batch(tok, range(4), 64)["input_ids"]
     assert int(ids.max()) >= 8000, "cut with the book's vocabulary, not the second model's"
+
+
+def test_only_the_bert_rate_arm_changes_the_rate():
+    from mlm_lib.book.second_model import regrown_model
+    from mlm_lib.book.task_shapes import (BERT_FINETUNE_LR, EXPERIMENT_ENCODERS, FINETUNE,
+                                          SECOND_AT_BERT_RATE, SECOND_ENCODER, finetune_settings,
+                                          tokenizer_for)
+
+    assert finetune_settings(SECOND_AT_BERT_RATE) == {**FINETUNE, "lr": BERT_FINETUNE_LR}
+    assert BERT_FINETUNE_LR < FINETUNE["lr"]
+    for encoder in EXPERIMENT_ENCODERS:
+        if encoder != SECOND_AT_BERT_RATE:
+            assert finetune_settings(encoder) == FINETUNE
+    assert finetune_settings(regrown_model()) == FINETUNE  # a model passed in: the recipe's rate
+    assert tokenizer_for(SECOND_AT_BERT_RATE) is tokenizer_for(SECOND_ENCODER)
+    head = task_model("pair", SECOND_AT_BERT_RATE, 0)
+    start = regrown_model().bert.state_dict()
+    assert all(torch.equal(v, start[k]) for k, v in head.bert.state_dict().items())
