@@ -32,7 +32,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from mlm_lib.files import replaced_atomically, sha256_file
+from mlm_lib.files import audit_read, replaced_atomically, sha256_file
 
 MANIFEST = "checkpoint.json"
 WEIGHTS = "model.safetensors"
@@ -288,6 +288,7 @@ def _load_tensors(path: Path, expected_sha: str | None, map_location: str) -> di
     if expected_sha is not None and sha256_file(path) != expected_sha:
         raise CheckpointError(f"checkpoint file {path} is corrupted or truncated "
                               "(its SHA-256 does not match checkpoint.json)")
+    audit_read(path)
     try:
         return load_file(str(path), device=map_location)
     except (SafetensorError, OSError, ValueError) as e:

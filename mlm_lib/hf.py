@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from mlm_lib.files import read_text
+from mlm_lib.files import audit_read, read_text
 from mlm_lib.model import BertConfig, BertForPreTraining, BertModel
 from mlm_lib.tokenizer import WordPieceTokenizer
 
@@ -78,10 +78,13 @@ def _hf_names(name: str) -> list[str]:
 
 def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
     if (folder / "model.safetensors").exists():
+        audit_read(folder / "model.safetensors")
         return load_file(folder / "model.safetensors")
     index = folder / "model.safetensors.index.json"
     if index.exists():
         shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        for shard in shards:
+            audit_read(folder / shard)
         return {k: v for shard in shards for k, v in load_file(folder / shard).items()}
     if (folder / "pytorch_model.bin").exists():
         # weights_only: a .bin is a pickle, and unpickling arbitrary objects can run code.

@@ -8,27 +8,42 @@ This script is how an author refreshes those outputs after changing a chapter or
     make execute ALL=1                # every chapter
     make execute NB=notebooks/07_inside_bert.ipynb
 
-Each executed notebook gets `metadata.fill_in_the_blank.executed`: a hash of its code cells and
-a hash of every `mlm_lib` file the kernel imported (plus the library's assets: the shipped model,
-its vocabulary and recipes, the results files and the chapter's own recall items).
-`tests/content/test_notebooks.py` runs :func:`check`, which recomputes both and fails when a chapter's
-outputs are older than its code or than the library under it, so the site can never show stale
-outputs. A chapter's stamp covers only the modules its cells import, directly or through the
-library, so an edit of the training code leaves the chapters that only load a model current.
+Each executed notebook gets `metadata.fill_in_the_blank.executed`, a stamp of what its outputs
+were made from, each part as narrow as what can change them:
+
+- ``code_sha256``: its code cells;
+- ``modules``: every ``mlm_lib`` module its kernel imported, hashed by its code without docstrings
+  or comments (:func:`code_digest`), so that rewording a docstring stales nothing;
+- ``printed``: every library object a cell printed with ``inspect.getsource``, hashed by its
+  source text, docstring and comments included (:func:`printed_digest`);
+- ``files``: every file under ``mlm_lib/`` the kernel read (results files, the shipped models,
+  recall items), seen through Python's audit hook (``open``, and ``mlm_lib.files.READ_EVENT`` for
+  reads that bypass it, such as safetensors'), and ``listed``: the asset folders it listed;
+- ``seconds``: how long it took (``scripts/longest_first.py`` schedules nbval by it).
+
+`tests/content/test_notebooks.py` runs :func:`check`, which recomputes each part and fails when a
+chapter's outputs are older than what they were made from, so the site never shows stale outputs;
+`make execute` re-executes exactly the chapters it names.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
+
+from mlm_lib.book.recall import CHAPTER_ENV
+from mlm_lib.files import READ_EVENT
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "mlm_lib"
@@ -39,10 +54,72 @@ FIX = "re-execute it: make execute NB={}"
 # A stall (a lost kernel reply) should cost a minute or two, not five: the longest cell of any
 # chapter takes under 60 s on 2 cores (the timing summary of `make test` shows each chapter).
 CELL_TIMEOUT_S = 120
-# Run after the chapter, in its kernel, then removed: which mlm_lib modules did it import?
-PROBE = ("import sys as _s, json as _j\n"
-         "print(_j.dumps(sorted(getattr(m, '__file__', None) or '' for n, m in list(_s.modules.items())"
-         " if n == 'mlm_lib' or n.startswith('mlm_lib.'))))")
+# A printed object's key in the stamp: "<file>::<qualified name>" ("<file>::" for a whole module).
+PRINTED_SEP = "::"
+# Run silently (no execution count, no output) in the chapter's kernel before its first cell: watch
+# what the chapter reads from the library and whose source it prints. Audit hooks see every open()
+# and folder listing; a cell's call of inspect.getsource is recorded by wrapping it.
+WATCH = r"""
+def _fitb_watch(library, read_event):
+    import inspect, os, sys
+    seen = {"read": set(), "written": set(), "listed": set(), "printed": set()}
+    prefix = library + os.sep
+    writes = os.O_WRONLY | os.O_RDWR
+
+    def under(path):
+        if isinstance(path, int):
+            return None
+        path = os.path.abspath(os.fsdecode(path))
+        return path if path.startswith(prefix) else None
+
+    def hook(event, args):
+        try:
+            record(event, args)
+        except Exception:  # an audit hook that raises would fail the chapter's own open()
+            pass
+
+    def record(event, args):
+        if event == "open":
+            path = under(args[0])
+            if path:
+                mode, flags = args[1], args[2] or 0
+                written = any(c in mode for c in "wax+") if mode else bool(flags & writes)
+                seen["written" if written else "read"].add(path)
+        elif event == read_event:
+            path = under(args[0])
+            if path:
+                seen["read"].add(path)
+        elif event in ("os.listdir", "os.scandir"):
+            path = under(args[0] if args[0] is not None else ".")
+            if path:
+                seen["listed"].add(path)
+
+    sys.addaudithook(hook)
+    getsource = inspect.getsource
+
+    def recorded_getsource(obj):
+        text = getsource(obj)
+        if sys._getframe(1).f_globals.get("__name__") == "__main__":  # a cell's own call
+            target = inspect.unwrap(getattr(obj, "__func__", obj))
+            path = under(inspect.getsourcefile(target) or "")
+            if path:
+                name = "" if inspect.ismodule(target) else getattr(target, "__qualname__", "")
+                seen["printed"].add((path, name))
+        return text
+
+    inspect.getsource = recorded_getsource
+    return seen
+
+
+_fitb_seen = _fitb_watch(%r, %r)
+del _fitb_watch
+"""
+# Run after the chapter, in its kernel, as a cell that is then removed: what did it import, read,
+# write, list and print?
+REPORT = ("import sys as _s, json as _j\n"
+          "print(_j.dumps({'modules': sorted(getattr(m, '__file__', None) or '' for n, m in "
+          "list(_s.modules.items()) if n == 'mlm_lib' or n.startswith('mlm_lib.')),\n"
+          "    **{k: sorted(v) for k, v in _fitb_seen.items()}}))")
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -55,35 +132,114 @@ def code_hash(nb: nbformat.NotebookNode) -> str:
     return sha256_bytes(json.dumps(sources).encode())
 
 
-def asset_files(chapter: Path) -> list[Path]:
-    """The library's assets a chapter's outputs can depend on: all of them (``mlm_lib/assets``,
-    ``mlm_lib/book/assets``), except the recall items of other chapters and of the gym (a chapter
-    renders only its own, from recall/<chapter>.yml), and the models chapters save
-    (``mlm_lib.book.chapter_models``: what a chapter writes, not reads)."""
-    book = LIBRARY / "book" / "assets"
-    recall, saved = book / "recall", book / "chapter-models"
-    files = [*(LIBRARY / "assets").rglob("*"), *book.rglob("*")]
-    return sorted(p for p in files if p.is_file() and saved not in p.parents
-                  and (p.parent != recall or p.stem == chapter.stem))
+def _without_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.body[0] if node.body else None
+            if (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                node.body = node.body[1:] or [ast.Pass()]
+    return tree
 
 
-def file_hashes(paths: list[Path]) -> dict[str, str]:
-    return {p.relative_to(ROOT).as_posix(): sha256_bytes(p.read_bytes()) for p in sorted(set(paths))}
+def _canonical(node: Any) -> Any:
+    """An AST as plain data, leaving out empty fields: ``ast.dump``'s text differs between Python
+    versions (3.13 drops empty fields, 3.12 added ``type_params``), this does not."""
+    if isinstance(node, ast.AST):
+        fields = {f: _canonical(getattr(node, f, None)) for f in node._fields}
+        return [type(node).__name__, {f: v for f, v in fields.items() if v not in (None, [])}]
+    if isinstance(node, list):
+        return [_canonical(n) for n in node]
+    if isinstance(node, (bytes, complex)) or node is Ellipsis:
+        return repr(node)
+    return node
 
 
-def file_digest(path: Path) -> str:
-    """The hash a stamp keeps of one library file."""
-    return sha256_bytes(path.read_bytes())
+def code_digest(source: bytes) -> str:
+    """The hash of a module's code, blind to its docstrings, comments and layout: an edit that
+    cannot change what the module does cannot make a chapter stale."""
+    tree = _without_docstrings(ast.parse(source))
+    return sha256_bytes(json.dumps(_canonical(tree)).encode())
+
+
+def object_source(source: str, qualname: str) -> str | None:
+    """The source text of the function or class ``qualname`` (``Class.method``) in a module's
+    ``source``, decorators included, as ``inspect.getsource`` prints it; the whole module for
+    ``""`` or a name defined inside a function (``<locals>``); None when it is not there."""
+    if not qualname or "<locals>" in qualname:
+        return source
+    scope: list[ast.stmt] = ast.parse(source).body
+    node = None
+    for part in qualname.split("."):
+        node = next((n for n in scope if isinstance(n, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.name == part), None)
+        if node is None:
+            return None
+        scope = node.body
+    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+    return "\n".join(source.splitlines()[first - 1: node.end_lineno])
+
+
+def printed_digest(source: bytes, qualname: str) -> str | None:
+    """The hash of one printed object's source text (None when the object is gone)."""
+    text = object_source(source.decode("utf-8"), qualname)
+    return None if text is None else sha256_bytes(text.encode())
+
+
+def listing_digest(folder: Path) -> str:
+    """The hash of a folder's entry names: a file added to a folder a chapter lists changes it."""
+    return sha256_bytes(json.dumps(sorted(os.listdir(folder))).encode())
+
+
+def _rel(path: Path | str) -> str:
+    return Path(path).resolve().relative_to(ROOT).as_posix()
+
+
+def _is_package_or_cache(folder: Path) -> bool:
+    """Python's import system lists the library's packages and caches; those listings are the
+    imports' (stamped as ``modules``), not the chapter's."""
+    return (folder / "__init__.py").exists() or folder.name == "__pycache__"
+
+
+def stamp_of(report: dict[str, list], code_sha256: str, seconds: float) -> dict[str, Any]:
+    """The stamp of one execution from what its kernel reported (:data:`REPORT`).
+
+    Files the chapter wrote itself (the models chapters 11 and 12 save) are its outputs, not its
+    inputs, and neither are folders it wrote into; Python files are stamped as modules."""
+    written = {Path(p) for p in report["written"]}
+    wrote_into = {p.parent for p in written}
+    read = [Path(p) for p in report["read"]]
+    files = [p for p in read if p.is_file() and p not in written and p.suffix not in (".py", ".pyc")]
+    listed = [Path(p) for p in report["listed"]]
+    listed = [p for p in listed if p.is_dir() and p not in wrote_into and not _is_package_or_cache(p)]
+    printed = {}
+    for file, name in report["printed"]:
+        digest = printed_digest(Path(file).read_bytes(), name)
+        if digest is not None:
+            printed[f"{_rel(file)}{PRINTED_SEP}{name}"] = digest
+    return {
+        "code_sha256": code_sha256,
+        "modules": {_rel(m): code_digest(Path(m).read_bytes()) for m in sorted(set(report["modules"]))},
+        "printed": dict(sorted(printed.items())),
+        "files": {_rel(f): sha256_bytes(f.read_bytes()) for f in sorted(set(files))},
+        "listed": {_rel(d): listing_digest(d) for d in sorted(set(listed))},
+        "seconds": round(seconds, 1),
+    }
+
+
+def _read_bytes(path: Path) -> bytes:
+    return path.read_bytes()
 
 
 def check(nb: nbformat.NotebookNode, path: Path,
-          digest: Callable[[Path], str] = file_digest) -> list[str]:
+          read: Callable[[Path], bytes] = _read_bytes) -> list[str]:
     """Every reason this notebook's stored outputs cannot be trusted (empty when they can).
 
-    ``digest`` hashes a library file as it is now; a test passes another to ask which chapters an
-    edit would make stale, without making it."""
+    ``read`` gives a library file's bytes as they are now; a test passes another to ask which
+    chapters an edit would make stale, without making it."""
     problems = []
     name = path.relative_to(ROOT).as_posix()
+    fix = FIX.format(name)
     code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
     counts = [c.get("execution_count") for c in code]
     if counts != list(range(1, len(code) + 1)):
@@ -100,21 +256,31 @@ def check(nb: nbformat.NotebookNode, path: Path,
         problems.append(f"{name}: {len(missing)} widget view(s) without saved widget state "
                         f"(the site would draw nothing), e.g. {missing[0]}")
     stamp = nb.metadata.get(STAMP_KEY, {}).get("executed")
-    if not stamp:
-        problems.append(f"{name}: no execution stamp; {FIX.format(name)}")
+    if not stamp or "modules" not in stamp:
+        problems.append(f"{name}: no execution stamp (or one of an older kind); {fix}")
         return problems
     if stamp["code_sha256"] != code_hash(nb):
-        problems.append(f"{name}: a code cell changed since it was executed; {FIX.format(name)}")
-    for rel, stamped in stamp["library_sha256"].items():
+        problems.append(f"{name}: a code cell changed since it was executed; {fix}")
+
+    def changed(rel: str, digest: Callable[[bytes], str | None], stamped: str, what: str) -> None:
         file = ROOT / rel
         if not file.is_file():
-            problems.append(f"{name}: executed against {rel}, which no longer exists; {FIX.format(name)}")
-        elif digest(file) != stamped:
-            problems.append(f"{name}: older than {rel}, which changed since; {FIX.format(name)}")
-    for asset in asset_files(path):
-        rel = asset.relative_to(ROOT).as_posix()
-        if rel not in stamp["library_sha256"]:
-            problems.append(f"{name}: executed before {rel} existed; {FIX.format(name)}")
+            problems.append(f"{name}: executed against {rel}, which no longer exists; {fix}")
+        elif digest(read(file)) != stamped:
+            problems.append(f"{name}: older than {what}, which changed since; {fix}")
+
+    for rel, stamped in stamp["modules"].items():
+        changed(rel, code_digest, stamped, f"the code of {rel}")
+    for key, stamped in stamp["printed"].items():
+        rel, _, qualname = key.partition(PRINTED_SEP)
+        changed(rel, lambda b, q=qualname: printed_digest(b, q), stamped,
+                f"the printed source of {qualname or 'module'} in {rel}")
+    for rel, stamped in stamp["files"].items():
+        changed(rel, sha256_bytes, stamped, rel)
+    for rel, stamped in stamp["listed"].items():
+        folder = ROOT / rel
+        if not folder.is_dir() or listing_digest(folder) != stamped:
+            problems.append(f"{name}: older than the list of files in {rel}, which changed since; {fix}")
     return problems
 
 
@@ -123,32 +289,43 @@ def chapters() -> list[Path]:
 
 
 def stale_chapters(paths: list[Path] | None = None,
-                   digest: Callable[[Path], str] = file_digest) -> list[Path]:
+                   read: Callable[[Path], bytes] = _read_bytes) -> list[Path]:
     """The chapters whose stored outputs :func:`check` does not trust."""
-    return [p for p in (paths or chapters()) if check(nbformat.read(p, as_version=4), p, digest)]
+    return [p for p in (paths or chapters()) if check(nbformat.read(p, as_version=4), p, read)]
 
 
 def execute(path: Path, timeout: int = CELL_TIMEOUT_S) -> float:
-    """Execute one notebook in place (outputs, widget state, stamp); return the seconds taken."""
+    """Execute one notebook in place (outputs, widget state, stamp); return the seconds taken.
+
+    No per-cell timestamps are kept (they would change every cell of every re-executed chapter);
+    the stamp keeps the chapter's total."""
     nb = nbformat.read(path, as_version=4)
     n_cells = len(nb.cells)
-    nb.cells.append(nbformat.v4.new_code_cell(PROBE))
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+    nb.cells.append(nbformat.v4.new_code_cell(REPORT))
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
-                            resources={"metadata": {"path": str(path.parent)}})
+                            record_timing=False, resources={"metadata": {"path": str(path.parent)}})
+
+    async def watch(notebook: nbformat.NotebookNode) -> None:
+        reply = await client.async_wait_for_reply(
+            client.kc.execute(WATCH % (str(LIBRARY), READ_EVENT), silent=True, store_history=False))
+        if reply is None or reply["content"]["status"] != "ok":
+            raise RuntimeError(f"{path.name}: the kernel could not start watching its reads: {reply}")
+
+    client.on_notebook_start = watch
     start = time.perf_counter()
-    client.execute()
+    client.execute(env={**os.environ, CHAPTER_ENV: path.stem})  # its recall items: its own file
     seconds = time.perf_counter() - start
-    probe = nb.cells.pop()
+    report_cell = nb.cells.pop()
     assert len(nb.cells) == n_cells
-    modules = [Path(f) for f in json.loads(probe.outputs[0]["text"]) if f]
-    outside = [m for m in modules if LIBRARY not in m.resolve().parents]
+    report = json.loads(report_cell.outputs[0]["text"])
+    report["modules"] = [m for m in report["modules"] if m]
+    outside = [m for m in report["modules"] if LIBRARY not in Path(m).resolve().parents]
     if outside:
         raise SystemExit(f"{path.name} imported mlm_lib from {outside[0]}, not from this checkout: "
                          "install it with `pip install -e .`")
-    nb.metadata[STAMP_KEY] = {"executed": {
-        "code_sha256": code_hash(nb),
-        "library_sha256": file_hashes([m.resolve() for m in modules] + asset_files(path)),
-    }}
+    nb.metadata[STAMP_KEY] = {"executed": stamp_of(report, code_hash(nb), seconds)}
     nbformat.write(nb, path)
     return seconds
 

@@ -95,7 +95,7 @@ def chapter_files(path: Path, modules: dict[str, Path]) -> set[str]:
 def stamped_files(path: Path) -> set[str]:
     """The Python files of the library a chapter's stamp says its kernel imported."""
     stamp = json.loads(path.read_text(encoding="utf-8"))["metadata"].get(STAMP_KEY, {}).get("executed", {})
-    return {f for f in stamp.get("library_sha256", {}) if f.endswith(".py")}
+    return set(stamp.get("modules", {}))
 
 
 TRAINING_LOOP = ("mlm_lib.loop", "train_loop")

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from mlm_lib.batches import EVAL_SEED, masked_batches
-from mlm_lib.book.book_model import book_tokenizer
+from mlm_lib.book.book_model import book_model, book_tokenizer
 from mlm_lib.corpus import Document
 from mlm_lib.finetune import LabelledSet
 from mlm_lib.inference import MaskPrediction, fill_mask
@@ -119,6 +119,17 @@ def train_micro(corruption: Corruption = BERT_CORRUPTION, steps: int = 200, seed
     result = train(model, data.tokenizer, data.train_examples, cfg)
     result.model.eval()
     return MicroRun(result.model, data.tokenizer, result.history, cfg, data)
+
+
+def continue_book_model(corruption: Corruption, seed: int, pairs: bool = False,
+                        nsp: bool = False, pair_task: str = "nsp") -> MicroRun:
+    """The book's model continued for CONTINUE's steps with ``corruption`` (the start of chapters
+    6, 7, 9 and 11's experiments). ``pairs``: on [CLS] A [SEP] B [SEP] pairs (made as
+    ``pair_task`` makes them) instead of single segments; ``nsp``: with the pair head's loss added
+    to the MLM loss."""
+    model = book_model()
+    data = chapter_data(model.config.max_position_embeddings, nsp=pairs, pair_task=pair_task)
+    return train_micro(corruption, seed=seed, data=data, start_from=model, nsp=nsp, **CONTINUE)
 
 
 def score(model: BertForPreTraining, data: PreparedData, corruption: Corruption = EVAL_CORRUPTION,

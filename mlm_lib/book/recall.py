@@ -64,6 +64,7 @@ import difflib
 import hashlib
 import html
 import math
+import os
 import random
 import re
 from collections.abc import Mapping, Sequence
@@ -83,6 +84,10 @@ PROVENANCE_FIELDS = ("given", "worked", "cited", "printed_in")
 # Where the items live: package data, so that a chapter run on Colab from a pip-installed mlm_lib
 # finds them.
 ITEMS_DIR = Path(__file__).resolve().parent / "assets" / "recall"
+# The chapter whose kernel this is, where its executor says so (``scripts/execute_notebooks.py``):
+# its items are looked up in its own file first, so that what it shows is read from that file
+# alone and an edit of another chapter's items leaves it current.
+CHAPTER_ENV = "MLM_BOOK_CHAPTER"
 
 # Colours are translucent greys and currentColor, so the same markup reads well on light and dark
 # backgrounds; the site's stylesheet (book/static/recall.css) refines them per theme.
@@ -372,23 +377,32 @@ def _stamp(directory: Path) -> tuple:
     return tuple(sorted((p.name, p.stat().st_mtime_ns) for p in directory.glob("*.yml")))
 
 
-@lru_cache(maxsize=4)
-def _load(directory: str, stamp: tuple) -> dict[str, Item]:
+@lru_cache(maxsize=64)
+def _load_file(path: str, mtime_ns: int) -> dict[str, Item]:
+    """The items of one data file (cached until it changes)."""
     import yaml  # here, so that importing the widget functions needs no YAML parser
 
+    name = Path(path).name
+    data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{name}: expected a mapping from ids to items")
     items: dict[str, Item] = {}
-    for name, _ in stamp:
-        data = yaml.safe_load((Path(directory) / name).read_text(encoding="utf-8")) or {}
-        if not isinstance(data, dict):
-            raise ValueError(f"{name}: expected a mapping from ids to items")
-        for key, fields in data.items():
-            item_id = str(key)
+    for key, fields in data.items():
+        item_id = str(key)
+        _check_item(item_id)
+        if not isinstance(fields, dict):
+            raise ValueError(f"{name}: item {item_id} must be a mapping of fields, got {fields!r}")
+        items[item_id] = Item(item_id, name, fields)
+    return items
+
+
+def _load(directory: str, stamp: tuple) -> dict[str, Item]:
+    items: dict[str, Item] = {}
+    for name, mtime_ns in stamp:
+        for item_id, item in _load_file(str(Path(directory) / name), mtime_ns).items():
             if item_id in items:
                 raise ValueError(f"item {item_id} is defined twice: in {items[item_id].file} and in {name}")
-            _check_item(item_id)
-            if not isinstance(fields, dict):
-                raise ValueError(f"{name}: item {item_id} must be a mapping of fields, got {fields!r}")
-            items[item_id] = Item(item_id, name, fields)
+            items[item_id] = item
     return items
 
 
@@ -470,6 +484,11 @@ def _widget(item: Item, values: Mapping) -> Recall:
 def recall(item_id: str, /, **values: object) -> Recall:
     """The widget of item ``item_id`` from the data files. ``values`` are the numbers the chapter
     computes for the item's ``{{name}}`` placeholders; every placeholder needs one."""
+    own = ITEMS_DIR / f"{os.environ.get(CHAPTER_ENV, '')}.yml"
+    if own.name != ".yml" and own.is_file():
+        items = _load_file(str(own), own.stat().st_mtime_ns)
+        if item_id in items:
+            return render(items[item_id], **values)
     items = load_items()
     if item_id not in items:
         near = difflib.get_close_matches(str(item_id), list(items), n=3, cutoff=0.5)

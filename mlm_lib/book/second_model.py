@@ -17,6 +17,7 @@ import torch
 from safetensors.torch import load_file
 
 from mlm_lib.book.book_model import ASSETS
+from mlm_lib.files import audit_read
 from mlm_lib.hf import load_hf_bert, load_hf_tokenizer
 from mlm_lib.model import BertForPreTraining, BertModel
 from mlm_lib.tokenizer import WordPieceTokenizer
@@ -96,6 +97,7 @@ def regrown_model(folder: str | Path = REGROWN_DIR) -> BertForPreTraining:
     if not path.exists():
         raise FileNotFoundError(f"no regrown weights at {path}; rebuild them with "
                                 f"`{REGROWN_COMMAND}`")
+    audit_read(path)
     tensors = load_file(str(path))
     recipe = json.loads((Path(folder) / RECIPE_FILE).read_text())
     missing = sorted(n for n, _ in start_model(recipe["arm"], 0).named_parameters()

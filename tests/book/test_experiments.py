@@ -8,6 +8,7 @@ import torch
 from mlm_lib.batches import masked_batches
 from mlm_lib.book.chapter_runs import score, train_micro
 from mlm_lib.book.experiments import EXPERIMENTS, Experiment
+from mlm_lib.book.results import TOLERANCE
 from mlm_lib.masking import Corruption
 from mlm_lib.model import BertConfig, BertForPreTraining
 from mlm_lib.pretraining import PreparedData
@@ -76,8 +77,8 @@ def test_bad_steps_are_value_errors(data):
 
 def test_every_experiment_is_named_by_keyword_and_consistent():
     with pytest.raises(TypeError):
-        Experiment("x", "q?", ("a",), lambda arm, seed: {}, {}, {}, "a")  # type: ignore[misc]
+        Experiment("x", "q?", ("a",), lambda arm, seed: {}, {}, "a")  # type: ignore[misc]
     for name, experiment in EXPERIMENTS.items():
         assert experiment.name == name and experiment.question.endswith(")")
         assert experiment.cheapest_arm in experiment.arms
-        assert experiment.tolerance and all(t > 0 for t in experiment.tolerance.values())
+        assert TOLERANCE[name] and all(t > 0 for t in TOLERANCE[name].values())

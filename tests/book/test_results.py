@@ -4,7 +4,7 @@ Every committed results file is re-checked against the library on each `make tes
 the library that changes an experiment's outcome cannot leave the chapters plotting stale
 numbers. Chapters 6, 7, 9, 11 and 12 run seed 0 of their experiment's arms live and print, in a
 cell nbval checks, whether those runs land within the experiment's tolerance of the file
-(``experiments.reproduces``); the tests here make sure they still do, and re-run the one
+(``results.reproduces``); the tests here make sure they still do, and re-run the one
 experiment no chapter runs (the recipe's cheapest arm, first seed), so no run is made twice. That
 run takes 800 steps from scratch (about three minutes on two cores): it is marked ``slow`` and run
 by ``make test-slow``; ``make test`` re-runs its first 100 steps against the same run's record.
@@ -19,8 +19,8 @@ import pytest
 import torch
 
 from mlm_lib.book.experiments import EXPERIMENTS, main, run_recipe
-from mlm_lib.book.results import (FORMAT, RESULTS_DIR, Results, Run, load_results, provenance,
-                             save_results, summary_table)
+from mlm_lib.book.results import (FORMAT, RESULTS_DIR, TOLERANCE, Results, Run, load_results,
+                                  provenance, reproduces, save_results, summary_table)
 
 PROVENANCE_KEYS = {"command", "mlm_lib_version", "git_commit", "date", "threads", "wall_s"}
 
@@ -112,7 +112,6 @@ def test_a_chapter_checks_the_results_file(experiment):
 
 
 def test_the_chapter_check_fails_when_a_run_drifts():
-    from mlm_lib.book.experiments import reproduces
     stored = next(r for r in load_results("leak").runs if r.seed == 0)
     assert reproduces("leak", 0, {stored.arm: dict(stored.metrics)})
     drifted = {k: v + 0.05 for k, v in stored.metrics.items()}
@@ -162,13 +161,13 @@ def test_results_file_reproduces(path):
     stored = next(r.metrics for r in results.runs if r.arm == arm and r.seed == seed)
     threads = torch.get_num_threads()
     # As many threads as the file was made with, or the test's share of the machine where that is
-    # more (the tolerances allow for the drift between thread counts: see EXPERIMENTS).
+    # more (the tolerances allow for the drift between thread counts: see results.TOLERANCE).
     torch.set_num_threads(max(results.provenance["threads"], threads))
     try:
         again = experiment.run(arm, seed)
     finally:
         torch.set_num_threads(threads)
-    for metric, tolerance in experiment.tolerance.items():
+    for metric, tolerance in TOLERANCE[path.stem].items():
         assert abs(again[metric] - stored[metric]) <= tolerance, (
             f"{path.stem} / {arm} / seed {seed}: {metric} is now {again[metric]:.4f}, the results "
             f"file says {stored[metric]:.4f} (tolerance {tolerance}); re-run "

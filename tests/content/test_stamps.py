@@ -1,53 +1,209 @@
-"""A chapter's stamp covers the library files its cells load, so a small library edit re-executes
-only the chapters that use what changed: a docstring edit of the training loop stales at most the
-chapters that train, not every chapter that loads the book's model.
+"""A chapter's stamp covers what its outputs were made from and nothing more, so an edit re-executes
+only the chapters it can change (``scripts/execute_notebooks.py`` says what a stamp holds):
 
-"The chapters that train" is read from the code (``scripts/import_closure.py``): the chapters whose
-cells use a library function or class that reaches ``mlm_lib.loop.train_loop`` through the names
-its code uses. "Made stale" is what ``execute_notebooks.check`` (the check of
-``tests/content/test_notebooks.py`` and ``make execute``) says once a file's hash is that of the edited
-text; the file itself is never edited.
+- a results file stales only the chapters that read it;
+- a docstring or comment edit to a function no chapter prints stales no chapter;
+- an edit to a printed function stales exactly the chapters that print it;
+- a code edit of the training loop stales at most the chapters that train.
+
+"Made stale" is what ``execute_notebooks.check`` (the check of ``tests/content/test_notebooks.py``
+and ``make execute``) says once a file holds the edited text; no file is ever edited. Each expected
+set is read from the chapters' code, not from the stamps: which chapters name a results file, which
+call ``inspect.getsource`` on a function, which train (``scripts/import_closure.py``).
 """
 
 from __future__ import annotations
 
-import hashlib
+import ast
+import importlib
+import inspect
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 import execute_notebooks
 import import_closure
 import nbformat
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-LOOP = ROOT / "mlm_lib" / "loop.py"
+LIBRARY = ROOT / "mlm_lib"
+RESULTS = sorted((LIBRARY / "book" / "assets" / "results").glob("*.json"))
+# The files whose edits the stamps are meant to make cheap (the issue's list, and the loss).
+CORE = ["model.py", "masking.py", "loop.py", "tokenizer.py", "loss.py"]
+
+Notebooks = dict[str, tuple[nbformat.NotebookNode, Path]]
 
 
-def with_docstring_edit(text: str) -> str:
-    """``text`` with one word added to the first line of its module docstring."""
-    start = text.index('"""') + 3
-    edited = text[:start] + "Planted: " + text[start:]
-    assert edited != text
-    return edited
-
-
-def made_stale(notebooks: dict[str, tuple[nbformat.NotebookNode, Path]], edited: Path,
-               new_text: str) -> set[str]:
-    """The notebooks that ``check`` finds a new problem with once ``edited`` holds ``new_text``."""
-    new_digest = hashlib.sha256(new_text.encode("utf-8")).hexdigest()
-
-    def digest(path: Path) -> str:
-        return new_digest if path.resolve() == edited.resolve() else execute_notebooks.file_digest(path)
-
-    return {name for name, (nb, path) in notebooks.items()
-            if set(execute_notebooks.check(nb, path, digest)) - set(execute_notebooks.check(nb, path))}
-
-
-def committed() -> dict[str, tuple[nbformat.NotebookNode, Path]]:
+def committed() -> Notebooks:
     return {p.stem: (nbformat.read(p, as_version=4), p) for p in execute_notebooks.chapters()}
 
 
-def test_a_docstring_edit_of_the_loop_stales_only_the_chapters_that_train():
-    stale = made_stale(committed(), LOOP, with_docstring_edit(LOOP.read_text(encoding="utf-8")))
+NOTEBOOKS = committed()
+
+
+def made_stale(notebooks: Notebooks, edited: Path, new: bytes) -> set[str]:
+    """The notebooks that ``check`` finds a new problem with once ``edited`` holds ``new``."""
+    def read(path: Path) -> bytes:
+        return new if path.resolve() == edited.resolve() else path.read_bytes()
+
+    return {name for name, (nb, path) in notebooks.items()
+            if set(execute_notebooks.check(nb, path, read)) - set(execute_notebooks.check(nb, path))}
+
+
+def edit_body_of(source: str, qualname: str, edit: Callable[[ast.AST, list[str]], None]) -> str:
+    """``source`` with ``edit`` applied to the lines of function ``qualname`` (by its AST node)."""
+    scope, node = ast.parse(source).body, None
+    for part in qualname.split("."):
+        node = next(n for n in scope if isinstance(n, (ast.FunctionDef, ast.ClassDef)) and n.name == part)
+        scope = node.body
+    lines = source.splitlines(keepends=True)
+    edit(node, lines)
+    return "".join(lines)
+
+
+def plant_comment(node: ast.AST, lines: list[str]) -> None:
+    """A comment line as the body's first line: the printed text changes, the code does not."""
+    first = node.body[0]
+    indent = re.match(r"\s*", lines[first.lineno - 1]).group(0)
+    lines.insert(first.lineno - 1, f"{indent}# planted comment\n")
+
+
+def plant_in_docstring(node: ast.AST, lines: list[str]) -> None:
+    doc = node.body[0]
+    i = doc.lineno - 1
+    lines[i] = lines[i].replace('"""', '"""Planted. ', 1)
+
+
+def has_docstring(node: ast.AST) -> bool:
+    return bool(node.body) and isinstance(node.body[0], ast.Expr) and isinstance(
+        getattr(node.body[0], "value", None), ast.Constant) and isinstance(node.body[0].value.value, str)
+
+
+def printed_keys() -> dict[str, set[str]]:
+    """Each printed object's stamp key, with the chapters whose stamps say they print it."""
+    keys: dict[str, set[str]] = {}
+    for name, (nb, _) in NOTEBOOKS.items():
+        for key in nb.metadata[execute_notebooks.STAMP_KEY]["executed"]["printed"]:
+            keys.setdefault(key, set()).add(name)
+    return keys
+
+
+def functions_with_docstrings(source: str) -> list[str]:
+    """The qualified names of the module's functions and methods that have a docstring."""
+    out = []
+    for node in ast.parse(source).body:
+        children = [(node.name, node)] if isinstance(node, ast.FunctionDef) else []
+        if isinstance(node, ast.ClassDef):
+            children = [(f"{node.name}.{n.name}", n) for n in node.body if isinstance(n, ast.FunctionDef)]
+        out += [q for q, n in children if has_docstring(n)]
+    return out
+
+
+# --- results files -------------------------------------------------------------------------------
+
+def chapters_naming(stem: str) -> set[str]:
+    """The chapters whose code holds the results file's name as a string ("electra")."""
+    found = set()
+    for name, (nb, _) in NOTEBOOKS.items():
+        for cell in nb.cells:
+            if cell.cell_type == "code" and any(
+                    isinstance(n, ast.Constant) and n.value == stem for n in ast.walk(ast.parse(cell.source))):
+                found.add(name)
+    return found
+
+
+@pytest.mark.parametrize("results", RESULTS, ids=lambda p: p.stem)
+def test_a_results_file_edit_stales_only_the_chapters_that_read_it(results):
+    stale = made_stale(NOTEBOOKS, results, results.read_bytes() + b"\n")
+    assert stale == chapters_naming(results.stem), (
+        f"an edit of {results.name} stales {sorted(stale)}; the chapters that name it are "
+        f"{sorted(chapters_naming(results.stem))}")
+    assert len(stale) < len(NOTEBOOKS) // 2
+
+
+# --- docstrings, comments and printed sources -----------------------------------------------------
+
+@pytest.mark.parametrize("file", CORE)
+def test_a_docstring_edit_to_an_unprinted_function_stales_no_chapter(file):
+    path = LIBRARY / file
+    source = path.read_text(encoding="utf-8")
+    printed = {key.partition("::")[2] for key in printed_keys() if key.startswith(f"mlm_lib/{file}::")}
+    unprinted = [q for q in functions_with_docstrings(source) if q not in printed
+                 and not any(p.startswith(q + ".") or q.startswith(p + ".") for p in printed)]
+    assert unprinted, f"{file} has no unprinted function with a docstring to plant an edit in"
+    for qualname in unprinted[:3]:
+        edited = edit_body_of(source, qualname, plant_in_docstring)
+        assert made_stale(NOTEBOOKS, path, edited.encode()) == set(), (
+            f"a docstring edit of {file}'s {qualname}, which no chapter prints, stales chapters")
+    module_doc = source.replace('"""', '"""Planted. ', 1)
+    assert made_stale(NOTEBOOKS, path, module_doc.encode()) == set()
+
+
+def printers_by_code(qualname: str) -> set[str]:
+    """The chapters whose cells call ``getsource`` on ``qualname`` (``getsource(BertLayer.forward)``,
+    ``getsource(pretraining.next_sentence_pair)``), read from the code."""
+    found = set()
+    for name, (nb, _) in NOTEBOOKS.items():
+        for cell in (c for c in nb.cells if c.cell_type == "code"):
+            for node in ast.walk(ast.parse(cell.source)):
+                if (isinstance(node, ast.Call) and node.args and "getsource" in ast.unparse(node.func)
+                        and ("." + ast.unparse(node.args[0])).endswith("." + qualname)):
+                    found.add(name)
+    return found
+
+
+def test_every_printed_function_is_stamped_by_exactly_its_printers():
+    keys = printed_keys()
+    assert len(keys) >= 15, f"only {len(keys)} printed objects are stamped"
+    for key, stamped in keys.items():
+        assert stamped == printers_by_code(key.partition("::")[2]), key
+
+
+@pytest.mark.parametrize("key", sorted(printed_keys()))
+def test_an_edit_to_a_printed_function_stales_exactly_its_printers(key):
+    rel, _, qualname = key.partition("::")
+    path = ROOT / rel
+    source = path.read_text(encoding="utf-8")
+    stale = made_stale(NOTEBOOKS, path, edit_body_of(source, qualname, plant_comment).encode())
+    assert stale == printers_by_code(qualname), (
+        f"a comment planted in {qualname} stales {sorted(stale)}; "
+        f"its printers are {sorted(printers_by_code(qualname))}")
+
+
+def test_the_stamped_source_is_what_getsource_prints():
+    """The stamp hashes a printed object's text as read from the file (no import): it must be the
+    text ``inspect.getsource`` gives the chapter."""
+    for key in printed_keys():
+        rel, _, qualname = key.partition("::")
+        module = importlib.import_module(rel.removesuffix(".py").replace("/", "."))
+        obj = module
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+        text = execute_notebooks.object_source((ROOT / rel).read_text(encoding="utf-8"), qualname)
+        assert text == inspect.getsource(obj).rstrip("\n"), key
+
+
+def test_the_code_digest_sees_code_and_ignores_docstrings_comments_and_layout():
+    digest = lambda s: execute_notebooks.code_digest(s.encode())  # noqa: E731
+    base = 'def f(x):\n    """Why."""\n    return x + 1\n'
+    assert digest(base) == digest('def f(x):\n    """Why, reworded."""\n    # a comment\n    return x+1\n')
+    assert digest(base) == digest("def f(x):\n    return (x + 1)\n")
+    assert digest(base) != digest('def f(x):\n    """Why."""\n    return x + 2\n')
+    assert digest(base) != digest('def f(y):\n    """Why."""\n    return y + 1\n')
+    assert digest('X = "text"\n') != digest('X = "other text"\n')  # a string that is not a docstring
+
+
+# --- training code --------------------------------------------------------------------------------
+
+def with_code_edit(text: str) -> str:
+    """``text`` with one statement added at the end: its code changes."""
+    return text + "\n_PLANTED = 1\n"
+
+
+def test_a_code_edit_of_the_loop_stales_only_the_chapters_that_train():
+    loop = LIBRARY / "loop.py"
+    stale = made_stale(NOTEBOOKS, loop, with_code_edit(loop.read_text(encoding="utf-8")).encode())
     training = set(import_closure.training_chapters())
     assert stale, "no chapter's stamp covers mlm_lib/loop.py, yet chapters train with it"
     assert stale <= training, (f"chapters that do not train are stamped against mlm_lib/loop.py: "
@@ -58,13 +214,13 @@ def test_a_docstring_edit_of_the_loop_stales_only_the_chapters_that_train():
 def test_the_count_sees_a_chapter_that_imports_training_code_it_does_not_use():
     """Plant loop.py in the stamp of a chapter that only loads the book's model: the edit now
     stales it, and the code says it does not train."""
-    notebooks = committed()
-    nb, path = notebooks["01_words_and_symbols"]
+    nb, path = NOTEBOOKS["01_words_and_symbols"]
     planted = nbformat.reads(nbformat.writes(nb), as_version=4)
-    stamp = planted.metadata[execute_notebooks.STAMP_KEY]["executed"]["library_sha256"]
-    stamp["mlm_lib/loop.py"] = execute_notebooks.file_digest(LOOP)
-    edit = with_docstring_edit(LOOP.read_text(encoding="utf-8"))
-    assert "01_words_and_symbols" in made_stale({"01_words_and_symbols": (planted, path)}, LOOP, edit)
+    loop = LIBRARY / "loop.py"
+    stamp = planted.metadata[execute_notebooks.STAMP_KEY]["executed"]["modules"]
+    stamp["mlm_lib/loop.py"] = execute_notebooks.code_digest(loop.read_bytes())
+    edit = with_code_edit(loop.read_text(encoding="utf-8")).encode()
+    assert "01_words_and_symbols" in made_stale({"01_words_and_symbols": (planted, path)}, loop, edit)
     assert "01_words_and_symbols" not in import_closure.training_chapters([path])
 
 
