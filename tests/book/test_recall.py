@@ -415,3 +415,15 @@ def test_worked_numbers_are_checked():
     with pytest.raises(ValueError, match="does not evaluate"):
         recall.check(recall.Item("Z3", "z.yml", {**fields, "worked": {"0.693": "open('x')"}}))
     assert recall.rounds_to(0.85, "85%") and not recall.rounds_to(0.86, "85%")
+
+
+def test_a_chapter_being_stamped_reads_only_its_own_items(monkeypatch):
+    """``scripts/execute_notebooks.py`` names the chapter (``CHAPTER_ENV``): its items come from its
+    own file, without reading the others, so its stamp covers that file alone; an item of another
+    file is still found, by reading them all."""
+    monkeypatch.setenv(recall.CHAPTER_ENV, "03_the_log")
+    everything = recall.load_items
+    monkeypatch.setattr(recall, "load_items", lambda *a: pytest.fail("read every item file"))
+    assert "data-recall" in recall.recall("P3.1")._repr_html_()
+    monkeypatch.setattr(recall, "load_items", everything)
+    assert "data-recall" in recall.recall("P4.1")._repr_html_()
