@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ import torch.distributed as dist
 
 from mlm_lib.baselines import fit_baselines
 from mlm_lib.batches import masked_batches
-from mlm_lib.checkpoint import load_checkpoint, save_checkpoint
+from mlm_lib.checkpoint import MANIFEST, latest_checkpoint, load_checkpoint, save_checkpoint
 from mlm_lib.device import init_distributed, resolve_device
 from mlm_lib.inference import fill_mask, load_model
 from mlm_lib.init import build_model
@@ -61,6 +63,40 @@ MODEL_OPTIONS = [
     ("--hidden", "hidden_size", "hidden size H (feed-forward 4H)"),
     ("--heads", "num_attention_heads", "attention heads A"),
 ]
+# What a numeric flag's value must be: (wording, test). The CLI checks them before anything is
+# built, so that the error names the flag as typed (the library's own checks name its parameters).
+Bound = tuple[str, Callable[[float], bool]]
+POSITIVE: Bound = ("positive", lambda v: v > 0)
+NOT_NEGATIVE: Bound = (">= 0", lambda v: v >= 0)
+RATE: Bound = ("in (0, 1]", lambda v: 0 < v <= 1)
+DROPOUT: Bound = ("in [0, 1)", lambda v: 0 <= v < 1)
+MIN_SEQ_LEN = 8  # TrainConfig's floor: [CLS], [SEP]s and a few pieces
+SEQ_LEN: Bound = (f"at least {MIN_SEQ_LEN}", lambda v: v >= MIN_SEQ_LEN)
+# flag, its dest (train and eval name --seq-len's differently), bound
+FLAG_BOUNDS: list[tuple[str, str, Bound]] = [
+    ("--max-steps", "max_steps", POSITIVE), ("--time-budget", "time_budget_s", POSITIVE),
+    ("--batch-size", "batch_size", POSITIVE), ("--grad-accum", "grad_accum", POSITIVE),
+    ("--lr", "lr", POSITIVE), ("--warmup-steps", "warmup_steps", NOT_NEGATIVE),
+    ("--weight-decay", "weight_decay", NOT_NEGATIVE), ("--eval-every", "eval_every", NOT_NEGATIVE),
+    ("--save-every", "save_every", NOT_NEGATIVE), ("--log-every", "log_every", POSITIVE),
+    ("--threads", "threads", POSITIVE), ("--layers", "num_hidden_layers", POSITIVE),
+    ("--hidden", "hidden_size", POSITIVE), ("--heads", "num_attention_heads", POSITIVE),
+    ("--seq-len", "max_seq_length", SEQ_LEN), ("--seq-len", "seq_len", SEQ_LEN),
+    ("--mask-rate", "mask_rate", RATE), ("--rate", "rate", RATE), ("--dropout", "dropout", DROPOUT),
+    ("--top-k", "top_k", POSITIVE), ("--max-examples", "max_examples", POSITIVE),
+]
+# The embedded corpora live inside gensim's wheel; "wikipedia+lee" joins them.
+GENSIM_CORPORA = ("wikipedia", "lee")
+CORPUS_JOIN = "+"
+INSTALL_GENSIM = 'pip install gensim (or the extra: pip install "mlm_lib[corpus]")'
+EXIT_USAGE = 2  # as argparse exits on a bad command line
+MODEL_HELP = ("checkpoint folder, or a training run's folder (--out of train): its newest "
+              "checkpoint (default: the shipped model)")
+
+
+class UsageError(Exception):
+    """A mistake in the command (a flag's value, a path, a missing package) that one line
+    explains: :func:`main` prints it without a traceback."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -91,7 +127,8 @@ def add_train_command(sub: Any) -> None:
                         "one (default: the shipped model's 8,000-piece vocabulary)")
     t.add_argument("--corpus", nargs="+", default=["wikipedia"],
                    help="'wikipedia' (the embedded excerpt), 'lee', or text files (default: wikipedia)")
-    t.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
+    t.add_argument("--resume", action="store_true",
+                   help="continue from the newest checkpoint in --out (an error if it has none)")
     t.add_argument("--export", type=Path,
                    help="also write a small fp16 weights-only copy with vocab.txt here (for inference)")
     for flag, kind, name, text in TRAIN_OPTIONS:
@@ -110,7 +147,7 @@ def add_query_commands(sub: Any) -> None:
     f = sub.add_parser("fill-mask", help="top-k fillers for each [MASK] in a sentence",
                        description='Example: python -m mlm_lib fill-mask "The [MASK] was steep."')
     f.add_argument("text", help="a sentence with one or more [MASK]")
-    f.add_argument("--model", type=Path, help="checkpoint folder (default: the shipped model)")
+    f.add_argument("--model", type=Path, help=MODEL_HELP)
     f.add_argument("--top-k", type=int, default=5)
     f.add_argument("--pieces", action="store_true",
                    help="allow ##word-pieces as answers (default: whole words only)")
@@ -118,7 +155,7 @@ def add_query_commands(sub: Any) -> None:
     e = sub.add_parser("eval", help="held-out masked-token accuracy beside count baselines",
                        description="Mask --rate of the held-out split's tokens (all as [MASK]) and "
                                    "compare the model with unigram / bigram / both-neighbour counts.")
-    e.add_argument("--model", type=Path, help="checkpoint folder (default: the shipped model)")
+    e.add_argument("--model", type=Path, help=MODEL_HELP)
     e.add_argument("--corpus", nargs="+", default=["wikipedia"])
     e.add_argument("--rate", type=float, default=0.15, help="masking rate at evaluation (0.15)")
     e.add_argument("--seq-len", type=int, default=None,
@@ -172,12 +209,144 @@ def _corpus_arg(items: list[str]) -> str | list[str]:
     return items[0] if len(items) == 1 and not Path(items[0]).exists() else items
 
 
+# ---------------------------------------------------------------- checks of the user's input
+
+def check_flag_values(a: argparse.Namespace) -> None:
+    """Every numeric flag given within its bounds (see FLAG_BOUNDS)."""
+    for flag, dest, (wording, ok) in FLAG_BOUNDS:
+        value = getattr(a, dest, None)
+        if value is not None and not ok(value):
+            raise UsageError(f"{flag} must be {wording}, got {value}")
+
+
+def check_preset(name: str) -> None:
+    """``--preset`` is a model size or a shipped recipe (BertConfig alone knows only the sizes)."""
+    accepted = [*BertConfig.PRESETS, *RECIPES]
+    if name not in accepted:
+        raise UsageError(f"--preset {name!r} is unknown; use one of {', '.join(accepted)}")
+
+
+def check_corpus(items: list[str]) -> None:
+    """The embedded corpora need gensim: say how to install it before anything is loaded."""
+    corpus = _corpus_arg(items)
+    if not isinstance(corpus, str) or importlib.util.find_spec("gensim") is not None:
+        return
+    needing = [n for n in corpus.split(CORPUS_JOIN) if n in GENSIM_CORPORA]
+    if needing:
+        raise UsageError(f"--corpus {needing[0]} needs gensim, which is not installed: "
+                         f"{INSTALL_GENSIM}; or give --corpus your own .txt files")
+
+
+def check_file(path: Path, flag: str) -> None:
+    """A path the user gave that must be a file to read."""
+    if not path.exists():
+        raise UsageError(f"{flag} {path}: no such file")
+    if path.is_dir():
+        raise UsageError(f"{flag} {path} is a folder; give the file itself")
+
+
+def check_folder_to_write(path: Path, flag: str) -> None:
+    """A folder to write into may not exist yet, but must not be a file (else the save at the
+    end of a run fails, after all the training)."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {path} is a file; give a folder (it is created if missing)")
+
+
+def checkpoint_folder(path: Path, flag: str) -> Path:
+    """The checkpoint a path means: a checkpoint folder itself, or a training run's folder (what
+    ``train --out`` wrote), whose newest step-XXXXXXXX/ is the one ``--resume`` would continue.
+    The second is said on stderr, so that the reader knows which weights answered."""
+    if not path.exists():
+        raise UsageError(f"{flag} {path}: no such folder; give a checkpoint folder or a training "
+                         "run's --out folder")
+    if not path.is_dir():
+        raise UsageError(f"{flag} {path} is a file; give the checkpoint folder that holds it")
+    if (path / MANIFEST).exists():
+        return path
+    newest = latest_checkpoint(path)
+    if newest is None:
+        raise UsageError(f"{flag} {path} holds no checkpoint (no {MANIFEST}, no step-XXXXXXXX/ "
+                         "folder); give a checkpoint folder or a training run's --out folder")
+    print(f"using {newest}, the newest checkpoint of {path}", file=sys.stderr)
+    return newest
+
+
+def check_resume(out: Path) -> None:
+    """``--resume`` with nothing to resume would silently start afresh: refuse instead."""
+    if latest_checkpoint(out) is None:
+        raise UsageError(f"--resume: no checkpoint (step-XXXXXXXX/) in {out} to resume; drop "
+                         "--resume to start a fresh run there")
+
+
+def device_missing(device: torch.device) -> bool:
+    """Whether this machine lacks ``device`` (torch would fail only once the model moves)."""
+    if device.type == "cuda":
+        return not torch.cuda.is_available() or (device.index or 0) >= torch.cuda.device_count()
+    if device.type == "mps":
+        mps = getattr(torch.backends, "mps", None)  # as mlm_lib.device.pick_device asks
+        return mps is None or not mps.is_available()
+    return False
+
+
+def check_device(name: str) -> None:
+    """``--device`` names a device torch knows and this machine has."""
+    if name == "auto":
+        return
+    try:
+        device = torch.device(name)
+    except RuntimeError:
+        raise UsageError(f"--device {name!r} is not a device; use auto, cpu, cuda, cuda:N or "
+                         "mps") from None
+    if device_missing(device):
+        raise UsageError(f"--device {name}: this machine has no such device; use --device auto "
+                         "or cpu")
+
+
+def check_train_args(a: argparse.Namespace) -> None:
+    """What can be checked of ``train``'s command line before anything is built or loaded."""
+    check_preset(a.preset)
+    if a.config:
+        check_file(a.config, "--config")
+    check_folder_to_write(Path(a.out), "--out")
+    if a.export:
+        check_folder_to_write(a.export, "--export")
+    if a.vocab:
+        check_file(a.vocab, "--vocab")
+    if a.resume:
+        check_resume(Path(a.out))
+    check_corpus(a.corpus)
+
+
+def checked_config(cfg: TrainConfig, a: argparse.Namespace) -> TrainConfig:
+    """The options that --config or a recipe may also set: a device this machine has, and a
+    checkpoint to start from (a run's folder means its newest checkpoint)."""
+    check_device(cfg.device)
+    if cfg.init_from is None:
+        return cfg
+    flag = "--init-from" if a.init_from else "init_from (of --preset or --config)"
+    start = checkpoint_folder(Path(cfg.init_from), flag)
+    return dataclasses.replace(cfg, init_from=str(start)) if start != Path(cfg.init_from) else cfg
+
+
+def read_vocab(path: Path | None) -> WordPieceTokenizer:
+    """The training vocabulary; a file that is not one is named by its flag."""
+    if path is None:
+        return WordPieceTokenizer.from_vocab_file(default_vocab(), do_lower_case=True)
+    try:
+        return WordPieceTokenizer.from_vocab_file(path, do_lower_case=True)
+    except ValueError as err:
+        raise UsageError(f"--vocab {path}: {err}") from None
+
+
+# ---------------------------------------------------------------- the commands
+
 def cmd_train(a: argparse.Namespace) -> int:
-    cfg = train_config_from_args(a)
+    check_train_args(a)
+    cfg = checked_config(train_config_from_args(a), a)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     dist_info = init_distributed(resolve_device(cfg.device))
-    tokenizer = WordPieceTokenizer.from_vocab_file(a.vocab or default_vocab(), do_lower_case=True)
+    tokenizer = read_vocab(a.vocab)
     data = prepare_data(_corpus_arg(a.corpus), tokenizer, **cfg.data_options())
     baselines = fit_baselines(data) if dist_info.is_main else None
     model = build_model(**cfg.model_options(data.tokenizer.vocab_size))
@@ -211,9 +380,12 @@ def cmd_train(a: argparse.Namespace) -> int:
     return 0
 
 
-def _load(model_path: Path | None) -> tuple[BertForPreTraining, WordPieceTokenizer]:
-    if model_path is None:
-        model_path = default_model_dir()
+def model_folder(a: argparse.Namespace) -> Path:
+    """The checkpoint ``--model`` means (see :func:`checkpoint_folder`); the shipped one without it."""
+    return default_model_dir() if a.model is None else checkpoint_folder(a.model, "--model")
+
+
+def _load(model_path: Path) -> tuple[BertForPreTraining, WordPieceTokenizer]:
     model = load_model(model_path)
     tok = checkpoint_tokenizer(model_path)
     if tok.vocab_size != model.config.vocab_size:
@@ -223,7 +395,7 @@ def _load(model_path: Path | None) -> tuple[BertForPreTraining, WordPieceTokeniz
 
 
 def cmd_fill_mask(a: argparse.Namespace) -> int:
-    model, tok = _load(a.model)
+    model, tok = _load(model_folder(a))
     text = a.text.replace("[mask]", "[MASK]")
     for i, pred in enumerate(fill_mask(model, tok, text, top_k=a.top_k, whole_words=not a.pieces)):
         print(f"[MASK] #{i + 1}: " + "  ".join(f"{t} ({p:.3f})" for t, p in zip(pred.tokens, pred.probs)))
@@ -252,7 +424,8 @@ def eval_recipe(a: argparse.Namespace, model_path: Path, model: BertForPreTraini
 def cmd_eval(a: argparse.Namespace) -> int:
     if a.threads:
         torch.set_num_threads(a.threads)
-    model_path = a.model or default_model_dir()
+    check_corpus(a.corpus)
+    model_path = model_folder(a)
     model, tok = _load(model_path)
     cut, source = eval_recipe(a, model_path, model)
     nsp = cut["nsp"]
@@ -276,10 +449,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler = {"train": cmd_train, "fill-mask": cmd_fill_mask, "eval": cmd_eval}[args.command]
     try:
+        check_flag_values(args)
         return handler(args)
-    except (ValueError, FileNotFoundError) as err:
+    except (UsageError, ValueError, FileNotFoundError) as err:  # CheckpointError is a ValueError
         print(f"error: {err}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -43,6 +43,11 @@ from mlm_lib.pretraining import PretrainingExample
 # Offsets from TrainConfig.seed, one per source of randomness, so that they never share a stream.
 MASKING_SEED_OFFSET = 1  # the generator that chooses and corrupts M
 DROPOUT_SEED_OFFSET = 2  # torch's global RNG, which dropout draws from
+PROGRESS_DESC = "pretraining"
+# A time-budgeted run's bar counts training seconds (evaluation and saving not counted), e.g.
+# "pretraining:  45%|████▌     | 270/600 s [04:41<05:43, step=812]".
+TIME_BAR_FORMAT = ("{desc}: {percentage:3.0f}%|{bar}| {n:.0f}/{total:.0f} s "
+                   "[{elapsed}<{remaining}{postfix}]")
 
 
 @dataclass
@@ -349,23 +354,50 @@ def train(model: torch.nn.Module, tokenizer: Any, train_examples: Sequence[Pretr
     step_model = _step_model(run.net, cfg, dist, run.device)
     end_step = min(cfg.max_steps, cfg.stop_at_step or cfg.max_steps)
     objective = pretraining_objective(cfg.nsp, cfg.fused_loss)
+    show = cfg.progress and dist.is_main
+    # a run budgeted in seconds shows them instead of the loop's bar over steps
+    time_bar = (_TimeBar(cfg.time_budget_s, run.state, PROGRESS_DESC)
+                if show and cfg.time_budget_s else None)
     try:
         train_loop(step_model, _autocast_objective(objective, run.device, cfg.amp),
                    _step_batches(cfg, train_examples, tokenizer, run.stream, run.generator, dist,
                                 run.device),
                    run.optimizer, run.schedule, end_step, state=run.state,
                    clip_grad_norm=cfg.clip_grad_norm, log_every=cfg.log_every,
-                   time_budget_s=cfg.time_budget_s, callbacks=[run.callback(end_step)],
+                   time_budget_s=cfg.time_budget_s,
+                   callbacks=[run.callback(end_step), *([time_bar] if time_bar else [])],
                    on_log=on_log, scaler=run.scaler, dist=dist,
-                   progress=cfg.progress, desc="pretraining")
+                   progress=show and time_bar is None, desc=PROGRESS_DESC)
     except TrainingDiverged as err:
         where = f"the last good checkpoint is {run.last_good}" if run.last_good else "no checkpoint was saved"
         raise TrainingDiverged(f"{err}; stopping ({where})") from None
+    finally:
+        if time_bar is not None:
+            time_bar.close()
     run.run_eval()
     saved = run.save()
     return TrainResult(model=run.net, history=run.state.history, step=run.state.step,
                        eval=run.last_eval, checkpoint=saved or run.last_good,
                        elapsed=run.state.elapsed)
+
+
+class _TimeBar:
+    """The progress bar of a run that stops by the clock: seconds of training out of the budget,
+    with the step reached beside them. Its step total would be a placeholder (a budgeted run's
+    ``max_steps`` may be 10**9), so a bar over steps would show 0% and an ETA of years."""
+
+    def __init__(self, budget_s: float, state: LoopState, desc: str) -> None:
+        self.budget_s = budget_s
+        self.bar = tqdm(total=budget_s, initial=min(state.elapsed, budget_s), desc=desc,
+                        bar_format=TIME_BAR_FORMAT, dynamic_ncols=True)
+
+    def __call__(self, state: LoopState) -> None:
+        """A loop callback: move to the training seconds spent so far (tqdm throttles redraws)."""
+        self.bar.set_postfix(step=state.step, refresh=False)
+        self.bar.update(min(state.elapsed, self.budget_s) - self.bar.n)
+
+    def close(self) -> None:
+        self.bar.close()
 
 
 def _step_model(net: torch.nn.Module, cfg: TrainConfig, dist: DistInfo,

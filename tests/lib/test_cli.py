@@ -1,14 +1,24 @@
-"""The command line: help, a tiny train -> export -> fill-mask -> eval round, resume, bad input."""
+"""The command line: help, a tiny train -> export -> fill-mask -> eval round, resume, bad input.
+
+A user's mistake gets one line on stderr and exit status 2, never a traceback."""
 
 from __future__ import annotations
 
 import json
 import random
+import shutil
+import subprocess
+import sys
 
 import pytest
 
-from mlm_lib.__main__ import build_parser, main, train_config_from_args
-from mlm_lib.checkpoint import latest_checkpoint, load_checkpoint
+from mlm_lib.__main__ import EXIT_USAGE, build_parser, main, train_config_from_args
+from mlm_lib.checkpoint import latest_checkpoint, load_checkpoint, step_folder
+from mlm_lib.packaged import default_model_dir
+
+# The smallest model the CLI trains in a second (see test_train_export_fill_mask_eval_resume).
+TINY = ["--preset", "tiny", "--layers", "1", "--hidden", "32", "--heads", "2", "--batch-size", "4",
+        "--seq-len", "32", "--threads", "1"]
 
 
 def test_help_explains_the_commands(capsys):
@@ -108,3 +118,114 @@ def test_train_uses_the_given_vocabulary(tmp_path, capsys):
     assert (out / "vocab.txt").read_bytes() == vocab.read_bytes()
     assert load_checkpoint(latest_checkpoint(out)).config["vocab_size"] == 15
     capsys.readouterr()
+
+
+# ---------------------------------------------------------------- a user's mistakes: one line each
+
+def one_line_error(capsys) -> str:
+    """The single stderr line of a refused command (nothing on stdout, no traceback)."""
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    return lines[0]
+
+
+def small_corpus(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n\n".join("The river was near the road. A bridge was on the hill." for _ in range(8)))
+    return path
+
+
+def test_model_that_is_a_file_is_one_line_from_the_shell(tmp_path):
+    # the real entry point: the exit status and stderr as a shell sees them
+    a_file = tmp_path / "weights.bin"
+    a_file.write_bytes(b"x")
+    done = subprocess.run([sys.executable, "-m", "mlm_lib", "fill-mask", "The [MASK].", "--model",
+                           str(a_file)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == EXIT_USAGE and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines() == [f"error: --model {a_file} is a file; give the "
+                                                "checkpoint folder that holds it"]
+
+
+@pytest.mark.parametrize("command", [["eval"], ["train", "--out", "OUT"]])
+def test_missing_gensim_says_what_to_install(command, tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "gensim", None)  # `import gensim` fails as if not installed
+    argv = [str(tmp_path / "o") if arg == "OUT" else arg for arg in command]
+    assert main(argv) == EXIT_USAGE
+    line = one_line_error(capsys)
+    assert "--corpus wikipedia needs gensim" in line and "pip install gensim" in line
+
+
+def test_resume_with_nothing_to_resume_is_refused(tmp_path, capsys):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["train", "--resume", "--out", str(empty), "--corpus", str(small_corpus(tmp_path)),
+                 *TINY, "--max-steps", "1", "--quiet"]) == EXIT_USAGE
+    line = one_line_error(capsys)
+    assert f"--resume: no checkpoint (step-XXXXXXXX/) in {empty}" in line and "drop --resume" in line
+    assert list(empty.iterdir()) == []  # nothing was started
+
+
+def test_unknown_preset_lists_every_preset(tmp_path, capsys):
+    assert main(["train", "--out", str(tmp_path), "--preset", "nope"]) == EXIT_USAGE
+    line = one_line_error(capsys)
+    for name in ("micro", "tiny", "mini", "small", "base", "large", "book-32", "book"):
+        assert f" {name}" in line
+    assert line.startswith("error: --preset 'nope' is unknown")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--out", "OUT", "--mask-rate", "1.5"], "--mask-rate must be in (0, 1], got 1.5"),
+    (["eval", "--rate", "0"], "--rate must be in (0, 1], got 0.0"),
+    (["fill-mask", "The [MASK].", "--top-k", "0"], "--top-k must be positive, got 0"),
+    (["train", "--out", "OUT", "--batch-size", "0"], "--batch-size must be positive, got 0"),
+    (["eval", "--seq-len", "4"], "--seq-len must be at least 8, got 4"),
+])
+def test_flag_values_are_checked_by_their_flag(argv, message, tmp_path, capsys):
+    assert main([str(tmp_path / "o") if arg == "OUT" else arg for arg in argv]) == EXIT_USAGE
+    assert one_line_error(capsys) == f"error: {message}"
+
+
+def test_time_budget_bar_counts_seconds_not_a_fake_step_total(tmp_path, capsys):
+    assert main(["train", "--out", str(tmp_path / "run"), "--corpus", str(small_corpus(tmp_path)),
+                 *TINY, "--no-nsp", "--time-budget", "1", "--max-steps", str(10**9),
+                 "--log-every", str(10**6)]) == 0
+    err = capsys.readouterr().err
+    assert "/1 s [" in err and "step=" in err
+    assert str(10**9) not in err and "/1000000000" not in err
+
+
+def test_a_run_folder_as_model_means_its_newest_checkpoint(tmp_path, capsys):
+    run = tmp_path / "run"
+    for step in (100, 300):  # the shipped model stands in for a run's checkpoints
+        shutil.copytree(default_model_dir(), step_folder(run, step))
+    newest = step_folder(run, 300)
+    assert main(["fill-mask", "The [MASK] was steep.", "--model", str(run), "--top-k", "2"]) == 0
+    out, err = capsys.readouterr()
+    assert err.strip() == f"using {newest}, the newest checkpoint of {run}"
+    assert out.startswith("[MASK] #1:")
+    assert main(["eval", "--model", str(run), "--corpus", str(small_corpus(tmp_path)),
+                 "--max-examples", "8", "--threads", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert err.strip() == f"using {newest}, the newest checkpoint of {run}"
+    assert "accuracy_over_unigram" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--out", "OUT", "--config", "TMP/missing.json"], "--config TMP/missing.json: no such file"),
+    (["train", "--out", "OUT", "--vocab", "TMP/a.txt"], "--vocab TMP/a.txt: vocabulary lacks the special"),
+    (["train", "--out", "OUT", "--vocab", "TMP"], "--vocab TMP is a folder"),
+    (["train", "--out", "TMP/a.txt"], "--out TMP/a.txt is a file"),
+    (["train", "--out", "OUT", "--export", "TMP/a.txt"], "--export TMP/a.txt is a file"),
+    (["train", "--out", "OUT", "--corpus", "no-such-corpus", *TINY], "unknown corpus 'no-such-corpus'"),
+    (["train", "--out", "OUT", "--device", "nope"], "--device 'nope' is not a device"),
+    (["train", "--out", "OUT", "--init-from", "TMP/nowhere"], "--init-from TMP/nowhere: no such folder"),
+    (["fill-mask", "The [MASK].", "--model", "TMP/nowhere"], "--model TMP/nowhere: no such folder"),
+    (["eval", "--model", "TMP"], "--model TMP holds no checkpoint"),
+])
+def test_other_mistakes_are_one_line(argv, message, tmp_path, capsys):
+    (tmp_path / "a.txt").write_text("not\na\nvocabulary\n")
+    fill = {"OUT": str(tmp_path / "o")}
+    assert main([fill.get(arg, arg).replace("TMP", str(tmp_path)) for arg in argv]) == EXIT_USAGE
+    assert message.replace("TMP", str(tmp_path)) in one_line_error(capsys)
