@@ -1,6 +1,6 @@
 """Every chapter closes: what the reader can now do, then exercises with hidden worked solutions.
 
-The format is the book's (README, "Writing a chapter"): a `## You can now` cell of 3 to 5 bullets
+The format is the book's (CONTRIBUTING.md, "Writing a chapter"): a `## You can now` cell of 3 to 5 bullets
 just before `## Recall`, and after the recall cells an `## Exercises` cell followed by 2 to 4
 cells `### Exercise N: title`, each holding its solution in a closed `<details>` block, which
 folds on the site, in JupyterLab and in a notebook opened without running it. A solution that

@@ -1,5 +1,8 @@
-"""The README's library table says which functions the chapters print (their source, with
-``inspect.getsource``): it must name exactly those, chapter by chapter."""
+"""The repository's own documentation: README.md (short), CONTRIBUTING.md and benchmarks/README.md.
+
+The contributor's guide's library table says which functions the chapters print (their source,
+with ``inspect.getsource``): it must name exactly those, chapter by chapter. The README stays
+short, and every relative link of the three files resolves, to a file and to a heading in it."""
 
 from __future__ import annotations
 
@@ -8,8 +11,13 @@ import re
 from pathlib import Path
 
 import nbformat
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+GUIDE = ROOT / "CONTRIBUTING.md"  # the library table lives here
+DOCS = [README, GUIDE, ROOT / "benchmarks" / "README.md"]
+README_MAX_LINES = 200
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
@@ -41,7 +49,7 @@ def _chapters(text: str) -> list[int]:
 
 
 def readme_says_printed(readme: str) -> set[tuple[str, int]]:
-    """(name, chapter) from the third column of the README's ``| module | what | chapters print |``
+    """(name, chapter) from the third column of the guide's ``| module | what | chapters print |``
     table: ``\\`a\\`, \\`b\\` (7), \\`c\\` (5)`` names a and b in chapter 7, c in chapter 5."""
     table = readme.split("| module | what | chapters print |", 1)[1].split("\n\n", 1)[0]
     said = set()
@@ -53,15 +61,15 @@ def readme_says_printed(readme: str) -> set[tuple[str, int]]:
     return said
 
 
-def test_the_readme_names_what_each_chapter_prints():
-    said = readme_says_printed((ROOT / "README.md").read_text(encoding="utf-8"))
+def test_the_guide_names_what_each_chapter_prints():
+    said = readme_says_printed(GUIDE.read_text(encoding="utf-8"))
     printed = printed_by_chapters()
     core = {(n, c) for n, c in printed if f"`{n.split('.')[0]}`" not in BOOK_ONLY}
-    assert said - printed == set(), f"the README says chapters print these, and they do not: {sorted(said - printed)}"
-    assert core - said == set(), f"chapters print these, and the README's table does not say so: {sorted(core - said)}"
+    assert said - printed == set(), f"CONTRIBUTING.md says chapters print these, and they do not: {sorted(said - printed)}"
+    assert core - said == set(), f"chapters print these, and CONTRIBUTING.md's table does not say so: {sorted(core - said)}"
 
 
-# Printed by chapters, but defined in mlm_lib.book (the README's table is of the library's modules).
+# Printed by chapters, but defined in mlm_lib.book (the guide's table is of the library's modules).
 BOOK_ONLY = {"`train_micro`", "`frozen_classifier`", "`layer_forward`"}
 
 
@@ -70,11 +78,11 @@ def test_the_check_sees_a_planted_difference():
     assert readme_says_printed(readme) == {("a.b", 1), ("a.b", 2), ("c", 1), ("c", 2), ("d", 5)}
 
 
-def test_every_library_name_the_readme_gives_exists():
-    """A name like ``mlm_lib.finetune.finetune`` in the README is one a reader can import."""
+def test_every_library_name_the_docs_give_exists():
+    """A name like ``mlm_lib.finetune.finetune`` in the docs is one a reader can import."""
     import importlib
 
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = "\n".join(path.read_text(encoding="utf-8") for path in DOCS)
     missing = []
     for dotted in sorted(set(re.findall(r"`(mlm_lib(?:\.\w+)+)", readme))):
         parts = dotted.split(".")
@@ -91,4 +99,88 @@ def test_every_library_name_the_readme_gives_exists():
             break
         else:
             missing.append(dotted)
-    assert not missing, f"the README names what the library does not have: {missing}"
+    assert not missing, f"the docs name what the library does not have: {missing}"
+
+
+# --- the README's length, and the links of the three files ------------------------------------
+
+def test_the_readme_is_short():
+    lines = README.read_text(encoding="utf-8").count("\n")
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines (at most {README_MAX_LINES}): move detail into CONTRIBUTING.md")
+
+
+FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.M | re.S)
+CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.S)
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+HEADING = re.compile(r"^ {0,3}#{1,6}[ \t]+(.+?)[ \t#]*$", re.M)
+
+
+def prose(text: str) -> str:
+    """The Markdown without its code blocks and code spans (a `# comment` is not a heading)."""
+    return CODE_SPAN.sub("", FENCE.sub("", text))
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: its text (code spans as their text) lowercased, spaces to '-',
+    punctuation removed (letters, digits, '-' and '_' stay)."""
+    text = re.sub(r"`([^`]*)`", r"\1", heading).strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(text: str) -> set[str]:
+    """The anchors of a Markdown file's headings; a repeated heading's gets -1, -2, ..."""
+    seen: dict[str, int] = {}
+    out = set()
+    for heading in HEADING.findall(FENCE.sub("", text)):
+        base = slug(heading)
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.add(base if n == 0 else f"{base}-{n}")
+    return out
+
+
+def broken_links(text: str, where: Path) -> list[str]:
+    """The relative links of ``text`` (a Markdown file in folder ``where``) that lead nowhere: to a
+    path that does not exist, or to an ``#anchor`` that no heading of the target file has."""
+    broken = []
+    for target in LINK.findall(prose(text)):
+        if re.match(r"[a-z][\w+.-]*:", target, re.I):  # https:, mailto: ...
+            continue
+        path, _, anchor = target.partition("#")
+        file = (where / path).resolve() if path else None
+        if file is not None and not file.exists():
+            broken.append(target)
+        elif anchor:
+            body = text if file is None else file.read_text(encoding="utf-8") if file.suffix == ".md" else None
+            if body is None or anchor not in anchors(body):
+                broken.append(target)
+    return broken
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_relative_link_resolves(doc):
+    assert doc.exists(), f"{doc} is missing"
+    broken = broken_links(doc.read_text(encoding="utf-8"), doc.parent)
+    assert not broken, f"{doc.relative_to(ROOT)} links to what is not there: {broken}"
+
+
+def test_the_link_check_finds_planted_breaks(tmp_path):
+    (tmp_path / "GUIDE.md").write_text("# A guide\n\n## The book's model\n\n## Set-up, then `make test`\n"
+                                       "```bash\n# not a heading\n```\n", encoding="utf-8")
+    (tmp_path / "data.txt").write_text("x", encoding="utf-8")
+    good = ("See [the guide](GUIDE.md), [its model](GUIDE.md#the-books-model), "
+            "[set-up](GUIDE.md#set-up-then-make-test), [data](data.txt), [here](#top), "
+            "[the web](https://example.org/x#y) and `[code](nowhere.md)`.\n\n# Top\n")
+    assert broken_links(good, tmp_path) == []
+    bad = ("[gone](MISSING.md), [no heading](GUIDE.md#the-book-model), [a comment](GUIDE.md#not-a-heading), "
+           "[not markdown](data.txt#x), [no such section](#nowhere)\n")
+    assert broken_links(bad, tmp_path) == ["MISSING.md", "GUIDE.md#the-book-model", "GUIDE.md#not-a-heading",
+                                           "data.txt#x", "#nowhere"]
+
+
+def test_slugs_follow_githubs_rules():
+    assert slug("The book's model in the browser") == "the-books-model-in-the-browser"
+    assert slug("What `make test` runs") == "what-make-test-runs"
+    assert slug("Install, for readers") == "install-for-readers"
+    assert anchors("# A\n## A\n## A\n") == {"a", "a-1", "a-2"}

@@ -16,7 +16,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = sorted([*(ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"), *(ROOT / "book").glob("*.md"),
-                *(ROOT / "mlm_lib" / "book" / "assets" / "recall").glob("*.yml"), ROOT / "README.md"])
+                *(ROOT / "mlm_lib" / "book" / "assets" / "recall").glob("*.yml"), ROOT / "README.md",
+                ROOT / "CONTRIBUTING.md", ROOT / "benchmarks" / "README.md"])
 BIBLIOGRAPHY = ROOT / "book" / "references.bib"
 
 # github.com/<owner>/<repo>/(blob|tree|raw)/<ref>/...: the ref must be a commit (7-40 hex digits).
