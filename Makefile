@@ -20,13 +20,13 @@ SITE_MODEL := $(VENDOR)/model/book-model.onnx
 NODE_MODULES := node_modules/.package-lock.json
 # Where pip takes torch from: empty for pip's default index (the CUDA build on Linux, the CPU/MPS
 # build on macOS); https://download.pytorch.org/whl/cpu on a CPU-only Linux machine, whose public
-# default is the multi-GB CUDA build (the CI workflows set it). Exported: tests/lib/test_install.py
+# default is the multi-GB CUDA build (the CI workflows set it). Exported: tests/install/test_install.py
 # installs torch into its fresh environments from the same place.
 TORCH_INDEX_URL ?=
 export TORCH_INDEX_URL
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # One thread per core on the 2-core reference machine. Checked outputs must not depend on it (they
-# are verified with 1 thread and with AVX2 kernels; see the README), but timings do.
+# are verified with 1 thread and with AVX2 kernels; see CONTRIBUTING.md), but timings do.
 export OMP_NUM_THREADS ?= 2
 export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
@@ -38,7 +38,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 # worker, JupyterLab) would compile torch, transformers and Jupyter from source again.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup book execute test test-lib test-book test-python test-slow test-notebooks test-browser test-site screenshots browser lab serve clean
+.PHONY: setup book execute test test-lib test-book test-install test-python test-slow test-notebooks test-browser test-site screenshots browser lab serve clean
 
 setup: $(STAMP) $(VENDOR)/.copied $(SITE_MODEL)
 
@@ -105,9 +105,11 @@ execute: setup
 browser:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
-# The tests by area: tests/lib (mlm_lib, the reusable BERT), tests/book (mlm_lib.book, the book's
-# machinery), tests/content (the chapters, the question bank, the prose), tests/site (the built site,
-# in chromium and JupyterLab).
+# The tests by area: tests/lib (mlm_lib, the reusable BERT, alone: offline, and never importing
+# mlm_lib.book, which tests/lib/test_layout.py checks), tests/book (mlm_lib.book, the book's
+# machinery), tests/install (the wheel's package data, and the package installed into fresh virtual
+# environments: the network), tests/content (the chapters, the question bank, the prose), tests/site
+# (the built site, in chromium and JupyterLab).
 BROWSER_TESTS := tests/site
 # nbval: the one executor of the chapters in the tests. Its kernel client polls synchronously,
 # so the lost asyncio wake-up that once stalled the site build (benchmarks/execution_soak.py)
@@ -126,7 +128,8 @@ NBVAL := $(BIN)/pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tes
 # once): the long reproduction and install tests (tests/conftest.py's LONG_FIRST) run beside the
 # rest. The tests marked slow (the recipe's 800-step reproduction, whose first 100 steps
 # tests/book checks) run in test-slow. test-lib needs only the Python environment (no npm, no
-# export of the site's model); test-book needs both (Vega under Node.js, the browser model).
+# export of the site's model, no network); test-book needs both (Vega under Node.js, the browser
+# model); test-install needs the Python environment and the network (pip, into fresh environments).
 PYTEST_2 := $(BIN)/pytest -m "not slow" -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 test-lib: $(STAMP)
 	$(PYTEST_2) tests/lib
@@ -134,10 +137,13 @@ test-lib: $(STAMP)
 test-book: setup
 	$(PYTEST_2) tests/book tests/content
 
-# What `make test` runs between the browser and the chapters: test-lib and test-book in one run,
-# so that the two workers share the long files of both.
+test-install: $(STAMP)
+	$(PYTEST_2) tests/install
+
+# What `make test` runs between the browser and the chapters: test-lib, test-book and test-install
+# in one run, so that the two workers share the long files of all three.
 test-python: setup
-	$(PYTEST_2) tests/lib tests/book tests/content
+	$(PYTEST_2) tests/lib tests/book tests/install tests/content
 
 test-slow: $(STAMP)
 	$(BIN)/pytest tests -m slow -q --durations=5

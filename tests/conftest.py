@@ -1,4 +1,4 @@
-"""What every test shares: the torch thread count, the book's tokenizer, and the order in which
+"""What every test shares: the torch thread count, the shipped tokenizer, and the order in which
 the longest test files start.
 
 The browser tests' fixtures live in ``site/conftest.py`` and their helpers in ``site/browser.py``;
@@ -13,7 +13,7 @@ import os
 import pytest
 import torch
 
-from mlm_lib.book.book_model import book_tokenizer
+from mlm_lib.packaged import default_tokenizer
 from mlm_lib.tokenizer import WordPieceTokenizer
 
 # One thread per core of the 2-core reference machine, whatever this machine has: the timed
@@ -42,5 +42,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def tok() -> WordPieceTokenizer:
-    """The book's WordPiece tokenizer (8,000 pieces), loaded once."""
-    return book_tokenizer()
+    """The library's shipped WordPiece tokenizer (the book's 8,000 pieces), loaded once. A library
+    function, not ``mlm_lib.book``'s: tests/lib uses it (tests/lib/test_layout.py)."""
+    return default_tokenizer()

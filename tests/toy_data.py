@@ -1,8 +1,9 @@
-"""A few dozen short examples with the book's tokenizer: fast to train on, and enough to overfit."""
+"""A few dozen short examples with the library's shipped tokenizer (the book's vocabulary): fast to
+train on, and enough to overfit."""
 
 from __future__ import annotations
 
-from mlm_lib.book.book_model import book_tokenizer
+from mlm_lib.packaged import default_tokenizer
 from mlm_lib.pretraining import PreparedData, PretrainingExample
 
 SENTENCES = [
@@ -19,7 +20,7 @@ TRAIN_EXAMPLES = 40  # the rest are held out
 
 def toy_data() -> PreparedData:
     """The sentences, repeated, as single-segment examples: 40 to train on, 8 held out."""
-    tok = book_tokenizer()
+    tok = default_tokenizer()
     examples = []
     for _ in range(REPEATS):
         for s in SENTENCES:

@@ -21,6 +21,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
 WIDGET_VIEW = execute_notebooks.WIDGET_VIEW
 # The check that `make execute` also runs to choose the chapters it re-executes: one definition.
 check = execute_notebooks.check
+code_hash_of = execute_notebooks.code_hash
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -48,17 +49,28 @@ def test_the_check_catches_each_kind_of_staleness(tmp_path):
     assert "no execution stamp" in fault(lambda nb: nb.metadata.pop(execute_notebooks.STAMP_KEY))
 
     def older_library(nb):
-        lib = nb.metadata[execute_notebooks.STAMP_KEY]["executed"]["library_sha256"]
-        lib[next(k for k in lib if k.endswith(".py"))] = "0" * 64
-    assert "older than mlm_lib/" in fault(older_library)
+        modules = nb.metadata[execute_notebooks.STAMP_KEY]["executed"]["modules"]
+        modules[next(iter(modules))] = "0" * 64
+    assert "older than the code of mlm_lib/" in fault(older_library)
 
     own_items = f"mlm_lib/book/assets/recall/{path.stem}.yml"
     def older_items(nb):
-        nb.metadata[execute_notebooks.STAMP_KEY]["executed"]["library_sha256"][own_items] = "0" * 64
+        nb.metadata[execute_notebooks.STAMP_KEY]["executed"]["files"][own_items] = "0" * 64
     assert f"older than {own_items}" in fault(older_items)
-    # Another chapter's items and the gym's are not what this chapter renders.
-    stamped = good.metadata[execute_notebooks.STAMP_KEY]["executed"]["library_sha256"]
-    assert "mlm_lib/book/assets/recall/gym.yml" not in stamped and own_items in stamped
+    # The chapter reads its own items only: another chapter's and the gym's are not in its stamp.
+    stamped = good.metadata[execute_notebooks.STAMP_KEY]["executed"]["files"]
+    assert own_items in stamped and not any(f.startswith("mlm_lib/book/assets/recall/") and f != own_items
+                                            for f in stamped)
+
+    def older_print(nb):
+        printed = nb.metadata[execute_notebooks.STAMP_KEY]["executed"]["printed"]
+        printed[next(iter(printed))] = "0" * 64
+    if good.metadata[execute_notebooks.STAMP_KEY]["executed"]["printed"]:
+        assert "older than the printed source of" in fault(older_print)
+
+    def an_old_stamp(nb):
+        nb.metadata[execute_notebooks.STAMP_KEY]["executed"] = {"code_sha256": code_hash_of(nb)}
+    assert "one of an older kind" in fault(an_old_stamp)
 
     def no_widget_state(nb):
         nb.metadata.pop("widgets", None)

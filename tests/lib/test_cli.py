@@ -14,7 +14,8 @@ import pytest
 
 from mlm_lib.__main__ import EXIT_USAGE, build_parser, main, train_config_from_args
 from mlm_lib.checkpoint import latest_checkpoint, load_checkpoint, step_folder
-from mlm_lib.packaged import default_model_dir
+from mlm_lib.packaged import default_model_dir, recipe
+from mlm_lib.train import TrainConfig
 
 # The smallest model the CLI trains in a second (see test_train_export_fill_mask_eval_resume).
 TINY = ["--preset", "tiny", "--layers", "1", "--hidden", "32", "--heads", "2", "--batch-size", "4",
@@ -42,9 +43,9 @@ def test_config_file_then_flags(tmp_path):
     cfg = train_config_from_args(args)
     assert (cfg.preset, cfg.lr, cfg.batch_size, cfg.nsp) == ("tiny", 0.005, 8, False)
     assert cfg.model["num_hidden_layers"] == 3
+    # a shipped recipe's preset is that recipe (tests/book/test_book_recipes.py: and the book's config)
     book = train_config_from_args(build_parser().parse_args(["train", "--out", "x", "--preset", "book"]))
-    from mlm_lib.book.recipes import book_train_config
-    assert book == book_train_config()
+    assert book == TrainConfig.from_dict(recipe("book"))
 
 
 def test_bad_config_is_a_clear_error(tmp_path, capsys):

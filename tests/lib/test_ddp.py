@@ -56,13 +56,13 @@ CFG = dict(preset="tiny", model={"hidden_size": 32, "num_attention_heads": 2, "i
 def make_data():
     from mlm_lib.corpus import documents_from_text
     from mlm_lib.pretraining import create_pretraining_examples
-    from mlm_lib.book.book_model import book_tokenizer
+    from mlm_lib.packaged import default_tokenizer
 
     text = "\n\n".join(
         " ".join(f"the {a} of the {b} met the {c} in {1000 + 7 * i + j}." for j in range(6))
         for i, (a, b, c) in enumerate([("king", "north", "army"), ("queen", "south", "church"),
                                        ("mayor", "city", "council"), ("abbot", "valley", "monks")] * 3))
-    tok = book_tokenizer()
+    tok = default_tokenizer()
     docs = documents_from_text(text)
     return tok, create_pretraining_examples(docs, tok, max_seq_length=32, short_seq_prob=0.0, seed=0)
 

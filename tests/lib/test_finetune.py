@@ -1,15 +1,15 @@
-"""Fine-tuning: the classifier on [CLS], the article task, the loop and its evaluation."""
+"""Fine-tuning: the classifier on [CLS], the labelled sets, the loop and its evaluation (the book's
+article task, ``mlm_lib.book.chapter_runs.article_task``, is tests/book/test_finetune_book.py's)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from mlm_lib.corpus import Document
 from mlm_lib.finetune import (BertClassifier, FinetuneConfig, LabelledSet, evaluate_task,
                               finetune, head_parameters, predict)
-from mlm_lib.book.chapter_runs import article_task
 from mlm_lib.model import BertConfig, BertForPreTraining
+from toy_articles import toy_task
 
 
 def tiny_config(vocab_size: int) -> BertConfig:
@@ -19,48 +19,10 @@ def tiny_config(vocab_size: int) -> BertConfig:
                       initializer_range=0.2)  # a wide init learns the toy task in a few steps
 
 
-def toy_documents() -> list[Document]:
-    """Three 'articles' whose sentences each name their subject, so the task is learnable."""
-    subjects = {"Rivers": "river", "Music": "music", "Stars": "star"}
-    docs = []
-    for title, word in subjects.items():
-        sents = [f"the {word} number {i} is described in this long sentence" for i in range(40)]
-        sents += ["short one", "the river of music and stars appears in every article here"]
-        docs.append(Document(title, sents))
-    return docs
+# ---------------------------------------------------------------- labelled sets
 
-
-# ---------------------------------------------------------------- task
-
-def test_article_task_is_balanced_disjoint_and_seeded():
-    docs = toy_documents()
-    train, test = article_task(docs, num_articles=3, per_article=30, test_fraction=0.2, seed=3)
-    assert train.label_names == test.label_names
-    assert sorted(train.label_names) == ["Music", "Rivers", "Stars"]
-    assert train.counts() == [24, 24, 24] and test.counts() == [6, 6, 6]
-    assert not set(train.texts) & set(test.texts)
-    for text, y in zip(train.texts + test.texts, train.labels + test.labels):
-        assert text in next(d for d in docs if d.title == train.label_names[y]).sentences
-        assert len(text.split()) >= 6  # "short one" is never drawn
-    again = article_task(docs, num_articles=3, per_article=30, test_fraction=0.2, seed=3)
-    assert again[0].texts == train.texts and again[1].labels == test.labels
-    other = article_task(docs, num_articles=3, per_article=30, test_fraction=0.2, seed=4)
-    assert other[0].texts != train.texts
-
-
-def test_article_task_by_title_and_errors():
-    docs = toy_documents()
-    train, test = article_task(docs, titles=["Stars", "Rivers"], per_article=10)
-    assert train.label_names == ["Stars", "Rivers"]
-    assert set(train.labels) == {0, 1}
-    with pytest.raises(ValueError, match="no article titled"):
-        article_task(docs, titles=["Stars", "Oceans"])
-    with pytest.raises(ValueError, match="too many"):
-        article_task(docs, num_articles=2, per_article=500)
-    with pytest.raises(ValueError, match="num_articles"):
-        article_task(docs, num_articles=1)
-    with pytest.raises(ValueError, match="test_fraction"):
-        article_task(docs, test_fraction=1.0)
+def test_labelled_set_rejects_labels_it_cannot_hold():
+    # formerly the end of test_article_task_by_title_and_errors (now in tests/book/test_finetune_book.py)
     with pytest.raises(ValueError, match="outside"):
         LabelledSet(["a"], [2], ["x", "y"])
     with pytest.raises(ValueError, match="labels"):
@@ -106,7 +68,7 @@ def test_classifier_rejects_bad_arguments(tok):
 # ---------------------------------------------------------------- training
 
 def test_finetune_learns_a_separable_task_and_is_reproducible(tok):
-    train, test = article_task(toy_documents(), num_articles=3, per_article=30, seed=0)
+    train, test = toy_task(seed=0)
     cfg = FinetuneConfig(epochs=6, batch_size=16, lr=1e-2, max_length=16, progress=False)
 
     def run() -> tuple[BertClassifier, list]:

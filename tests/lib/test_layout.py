@@ -1,16 +1,28 @@
 """The library's two rooms: ``mlm_lib`` (the BERT a teacher reuses) never imports ``mlm_lib.book``
 (the book's machinery), and no module imports itself back through another, ``TYPE_CHECKING``
 blocks included. The command line (``mlm_lib/__main__.py``) is part of the library: its defaults
-(the shipped model, vocabulary and recipes) come from ``mlm_lib.packaged``."""
+(the shipped model, vocabulary and recipes) come from ``mlm_lib.packaged``.
+
+The library's tests keep to the library too: no file of tests/lib, nor tests/conftest.py, nor a
+helper module they import from the tests' ``pythonpath`` (``toy_data``, ``padded``, ...), imports
+``mlm_lib.book``, anywhere in it (inside a function included). A test of the book's machinery
+belongs in tests/book; the install and package-data tests (the network, the book's assets) in
+tests/install."""
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
 from import_closure import imported_names
 
-PACKAGE = Path(__file__).resolve().parents[2] / "mlm_lib"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "mlm_lib"
+TESTS = ROOT / "tests"
+# Where the tests' helper modules are importable by name from (pyproject.toml's pytest pythonpath).
+PYTHONPATH = [ROOT / p for p in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+              ["tool"]["pytest"]["ini_options"]["pythonpath"]]
 
 
 def imported_modules(source: str, module: str) -> set[str]:
@@ -96,3 +108,85 @@ def test_the_cycle_check_sees_type_checking_imports():
 def test_relative_imports_are_resolved(relative, expected):
     module = "mlm_lib.book.live" if "recall" in relative else "mlm_lib.model"
     assert expected in imported_modules(relative, module)
+
+
+# ---------------------------------------------------------------- tests/lib: the library alone
+
+def is_book(module: str) -> bool:
+    return module == "mlm_lib.book" or module.startswith("mlm_lib.book.")
+
+
+def helper_file(name: str, pythonpath: list[Path]) -> Path | None:
+    """The file of the top-level module of ``name`` found on ``pythonpath`` (a helper beside the
+    tests, a script), or None (an installed package, the standard library)."""
+    top = name.split(".")[0]
+    for folder in pythonpath:
+        for path in (folder / f"{top}.py", folder / top / "__init__.py"):
+            if path.is_file():
+                return path
+    return None
+
+
+def lib_test_files(tests: Path, pythonpath: list[Path]) -> list[Path]:
+    """Every Python file that a run of ``tests/lib`` loads from the repository: its own, the
+    ``conftest.py`` files above it, and the helper modules they import from ``pythonpath``,
+    followed through the helpers' own imports."""
+    todo = sorted((tests / "lib").rglob("*.py")) + [p for p in (tests / "conftest.py",) if p.is_file()]
+    seen: set[Path] = set()
+    while todo:
+        path = todo.pop()
+        if path in seen:
+            continue
+        seen.add(path)
+        for name in imported_names(path.read_text(encoding="utf-8")):
+            helper = helper_file(name, pythonpath)
+            if helper is not None and helper not in seen:
+                todo.append(helper)
+    return sorted(seen)
+
+
+def files_importing_book(files: list[Path], root: Path) -> dict[str, set[str]]:
+    """File (relative to ``root``) -> the ``mlm_lib.book`` modules it imports anywhere in it
+    (module level, inside a function, under ``TYPE_CHECKING``), for each file that imports one."""
+    out = {}
+    for path in files:
+        book = {m for m in imported_names(path.read_text(encoding="utf-8")) if is_book(m)}
+        if book:
+            out[path.relative_to(root).as_posix()] = book
+    return out
+
+
+def test_the_library_tests_never_import_the_book():
+    files = lib_test_files(TESTS, PYTHONPATH)
+    names = {p.relative_to(ROOT).as_posix() for p in files}
+    # the walk reaches the shared helpers (were it blind to them, the check would prove little)
+    assert {"tests/conftest.py", "tests/toy_data.py", "tests/padded.py", "tests/lib/test_layout.py"} <= names
+    offenders = files_importing_book(files, ROOT)
+    assert not offenders, (f"tests/lib must test the library alone; these import the book's machinery "
+                           f"(move the test to tests/book, or use mlm_lib.packaged): {offenders}")
+
+
+def test_the_library_tests_have_no_install_or_package_data_test():
+    # the network and the book's assets: tests/install (make test-install)
+    assert not list((TESTS / "lib").glob("test_install*.py")) + list((TESTS / "lib").glob("test_package_data*.py"))
+    assert (TESTS / "install" / "test_install.py").is_file() and (TESTS / "install" / "test_package_data.py").is_file()
+
+
+def test_the_tests_check_catches_planted_book_imports(tmp_path):
+    tests = tmp_path / "tests"
+    (tests / "lib").mkdir(parents=True)
+    (tests / "conftest.py").write_text("import pytest\nfrom mlm_lib.packaged import default_tokenizer\n")
+    (tests / "lib" / "test_top.py").write_text("from mlm_lib.book.book_model import book_tokenizer\n")
+    (tests / "lib" / "test_clean.py").write_text(
+        "import torch\nimport mlm_lib.bookish\nfrom mlm_lib import model\nfrom planted_helper import f\n")
+    # a helper module beside the tests, imported by a test, whose book import hides in a function
+    (tests / "planted_helper.py").write_text("def f():\n    import mlm_lib.book.recall\n    return 1\n")
+    (tests / "unused_helper.py").write_text("from mlm_lib import book\n")  # no test imports it
+    files = lib_test_files(tests, [tests])
+    assert [p.relative_to(tests).as_posix() for p in files] == [
+        "conftest.py", "lib/test_clean.py", "lib/test_top.py", "planted_helper.py"]
+    assert files_importing_book(files, tests) == {
+        "lib/test_top.py": {"mlm_lib.book.book_model", "mlm_lib.book.book_model.book_tokenizer"},
+        "planted_helper.py": {"mlm_lib.book.recall"}}
+    # ``from mlm_lib import book`` names the package too
+    assert files_importing_book([tests / "unused_helper.py"], tests) == {"unused_helper.py": {"mlm_lib.book"}}

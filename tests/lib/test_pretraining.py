@@ -11,8 +11,8 @@ import torch
 from mlm_lib.batches import collate
 from mlm_lib.corpus import Document, load_wikipedia
 from mlm_lib.pretraining import PretrainingExample, create_pretraining_examples, truncate_seq_pair
+from mlm_lib.packaged import default_tokenizer
 from mlm_lib.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
-from mlm_lib.book.book_model import book_tokenizer
 
 N_DOCS, N_SENTS = 12, 30
 
@@ -135,7 +135,7 @@ def test_bad_arguments(traced):
 
 
 def test_whole_corpus_is_fast_and_balanced():
-    docs, tok = load_wikipedia(), book_tokenizer()
+    docs, tok = load_wikipedia(), default_tokenizer()
     t0 = time.perf_counter()
     examples = create_pretraining_examples(docs, tok, max_seq_length=128, seed=0)
     assert time.perf_counter() - t0 < 30

