@@ -103,12 +103,14 @@ def functions_with_docstrings(source: str) -> list[str]:
 # --- results files -------------------------------------------------------------------------------
 
 def chapters_naming(stem: str) -> set[str]:
-    """The chapters whose code holds the results file's name as a string ("electra")."""
+    """The chapters whose code passes the results file's name to a call as its first argument
+    (``load_results("electra")``, ``reproduces("electra", 0, live)``)."""
     found = set()
     for name, (nb, _) in NOTEBOOKS.items():
         for cell in nb.cells:
             if cell.cell_type == "code" and any(
-                    isinstance(n, ast.Constant) and n.value == stem for n in ast.walk(ast.parse(cell.source))):
+                    isinstance(n, ast.Call) and n.args and isinstance(n.args[0], ast.Constant)
+                    and n.args[0].value == stem for n in ast.walk(ast.parse(cell.source))):
                 found.add(name)
     return found
 
@@ -140,15 +142,43 @@ def test_a_docstring_edit_to_an_unprinted_function_stales_no_chapter(file):
     assert made_stale(NOTEBOOKS, path, module_doc.encode()) == set()
 
 
+def library_names() -> dict[str, object]:
+    """Every module of the library by its last name, and every class and function it defines by
+    its name: what a chapter's ``getsource(X.y)`` can name."""
+    names: dict[str, object] = {}
+    for path in sorted(LIBRARY.rglob("*.py")):
+        if path.name == "__main__.py":
+            continue
+        module = importlib.import_module(".".join(path.relative_to(ROOT).with_suffix("").parts)
+                                         .removesuffix(".__init__"))
+        names.setdefault(module.__name__.rsplit(".", 1)[-1], module)
+        for key, value in vars(module).items():
+            if (inspect.isclass(value) or inspect.isfunction(value)) and value.__module__ == module.__name__:
+                names.setdefault(key, value)
+    return names
+
+
+def printed_qualname(expression: ast.expr, names: dict[str, object]) -> str | None:
+    """The qualified name of the library object a ``getsource`` argument resolves to
+    (``BertClassifier.from_pretraining`` is ``FinetunedBert.from_pretraining``, where it is defined)."""
+    parts = ast.unparse(expression).split(".")
+    obj = names.get(parts[0])
+    for part in parts[1:]:
+        obj = getattr(obj, part, None)
+    obj = inspect.unwrap(getattr(obj, "__func__", obj)) if obj is not None else None
+    return getattr(obj, "__qualname__", None)
+
+
 def printers_by_code(qualname: str) -> set[str]:
-    """The chapters whose cells call ``getsource`` on ``qualname`` (``getsource(BertLayer.forward)``,
-    ``getsource(pretraining.next_sentence_pair)``), read from the code."""
+    """The chapters whose cells call ``getsource`` on the object ``qualname`` (read from the code,
+    the name resolved through the library)."""
+    names = library_names()
     found = set()
     for name, (nb, _) in NOTEBOOKS.items():
         for cell in (c for c in nb.cells if c.cell_type == "code"):
             for node in ast.walk(ast.parse(cell.source)):
                 if (isinstance(node, ast.Call) and node.args and "getsource" in ast.unparse(node.func)
-                        and ("." + ast.unparse(node.args[0])).endswith("." + qualname)):
+                        and printed_qualname(node.args[0], names) == qualname):
                     found.add(name)
     return found
 
