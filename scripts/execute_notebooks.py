@@ -36,6 +36,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,10 @@ def _fitb_watch(library, read_event):
             path = under(args[0])
             if path:
                 seen["read"].add(path)
+        elif event == "os.rename":  # os.replace too: an atomic save's rename into place writes
+            path = under(args[1])
+            if path:
+                seen["written"].add(path)
         elif event in ("os.listdir", "os.scandir"):
             path = under(args[0] if args[0] is not None else ".")
             if path:
@@ -155,6 +160,12 @@ def _canonical(node: Any) -> Any:
     return node
 
 
+# Digests of the same source are asked for once per chapter that reads it (and many times over by
+# the tests that ask which edits stale which chapters): parse each text once.
+SOURCE_DIGESTS_CACHED = 1024
+
+
+@lru_cache(maxsize=SOURCE_DIGESTS_CACHED)
 def code_digest(source: bytes) -> str:
     """The hash of a module's code, blind to its docstrings, comments and layout: an edit that
     cannot change what the module does cannot make a chapter stale."""
@@ -180,6 +191,7 @@ def object_source(source: str, qualname: str) -> str | None:
     return "\n".join(source.splitlines()[first - 1: node.end_lineno])
 
 
+@lru_cache(maxsize=SOURCE_DIGESTS_CACHED)
 def printed_digest(source: bytes, qualname: str) -> str | None:
     """The hash of one printed object's source text (None when the object is gone)."""
     text = object_source(source.decode("utf-8"), qualname)
@@ -204,14 +216,20 @@ def _is_package_or_cache(folder: Path) -> bool:
 def stamp_of(report: dict[str, list], code_sha256: str, seconds: float) -> dict[str, Any]:
     """The stamp of one execution from what its kernel reported (:data:`REPORT`).
 
-    Files the chapter wrote itself (the models chapters 11 and 12 save) are its outputs, not its
-    inputs, and neither are folders it wrote into; Python files are stamped as modules."""
+    Files the chapter wrote itself (the models chapters 11 and 12 save, renamed into place as a
+    folder) are its outputs, not its inputs, and neither are folders it wrote into; Python files
+    are stamped as modules."""
     written = {Path(p) for p in report["written"]}
     wrote_into = {p.parent for p in written}
+
+    def output(path: Path) -> bool:
+        return path in written or any(parent in written for parent in path.parents)
+
     read = [Path(p) for p in report["read"]]
-    files = [p for p in read if p.is_file() and p not in written and p.suffix not in (".py", ".pyc")]
+    files = [p for p in read if p.is_file() and not output(p) and p.suffix not in (".py", ".pyc")]
     listed = [Path(p) for p in report["listed"]]
-    listed = [p for p in listed if p.is_dir() and p not in wrote_into and not _is_package_or_cache(p)]
+    listed = [p for p in listed
+              if p.is_dir() and p not in wrote_into and not output(p) and not _is_package_or_cache(p)]
     printed = {}
     for file, name in report["printed"]:
         digest = printed_digest(Path(file).read_bytes(), name)

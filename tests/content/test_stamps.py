@@ -15,9 +15,13 @@ call ``inspect.getsource`` on a function, which train (``scripts/import_closure.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
+import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -42,13 +46,35 @@ def committed() -> Notebooks:
 NOTEBOOKS = committed()
 
 
+@functools.cache
+def committed_bytes(path: Path) -> bytes:
+    """A file's bytes as committed, read once: the same object each time, so the stamp's digests
+    of it are computed once (``execute_notebooks`` caches them by the bytes)."""
+    return path.read_bytes()
+
+
+@functools.cache
+def committed_problems(name: str) -> frozenset[str]:
+    nb, path = NOTEBOOKS[name]
+    return frozenset(execute_notebooks.check(nb, path, committed_bytes))
+
+
+def problems_now(name: str, nb: nbformat.NotebookNode, path: Path) -> frozenset[str]:
+    if name in NOTEBOOKS and NOTEBOOKS[name][0] is nb:
+        return committed_problems(name)
+    return frozenset(execute_notebooks.check(nb, path, committed_bytes))
+
+
 def made_stale(notebooks: Notebooks, edited: Path, new: bytes) -> set[str]:
     """The notebooks that ``check`` finds a new problem with once ``edited`` holds ``new``."""
+    edited = edited.resolve()
+
     def read(path: Path) -> bytes:
-        return new if path.resolve() == edited.resolve() else path.read_bytes()
+        path = path.resolve()
+        return new if path == edited else committed_bytes(path)
 
     return {name for name, (nb, path) in notebooks.items()
-            if set(execute_notebooks.check(nb, path, read)) - set(execute_notebooks.check(nb, path))}
+            if set(execute_notebooks.check(nb, path, read)) - problems_now(name, nb, path)}
 
 
 def edit_body_of(source: str, qualname: str, edit: Callable[[ast.AST, list[str]], None]) -> str:
@@ -291,3 +317,35 @@ def test_make_execute_re_executes_the_stale_chapters_only(monkeypatch, capsys):
     executed.clear()
     assert execute_notebooks.main([str(execute_notebooks.chapters()[3])]) == 0
     assert executed == [execute_notebooks.chapters()[3].stem]
+
+
+# --- what the watch in the kernel reports ----------------------------------------------------------
+
+SAVE_AND_READ_BACK = """
+import json, sys
+from pathlib import Path
+from mlm_lib.files import audit_read, replaced_atomically
+library = Path(sys.argv[1])
+with replaced_atomically(library / "saved") as tmp:  # as chapters 11 and 12 save their models
+    tmp.mkdir()
+    (tmp / "weights.bin").write_bytes(b"trained")
+audit_read(library / "saved" / "weights.bin")  # read back, as safetensors does
+(library / "saved" / "weights.bin").read_bytes()
+(library / "input.json").read_text()
+{report}
+"""
+
+
+def test_a_folder_the_chapter_saved_and_read_back_is_its_output_not_its_input(tmp_path, monkeypatch):
+    """The kernel's watch (``WATCH``) sees the atomic save's rename into place, so the folder a
+    chapter writes and reads back is never stamped: else every re-execution would stale it."""
+    (tmp_path / "input.json").write_text("{}")
+    code = execute_notebooks.WATCH % (str(tmp_path), execute_notebooks.READ_EVENT) + \
+        SAVE_AND_READ_BACK.format(report=execute_notebooks.REPORT)
+    run = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True,
+                         cwd=ROOT, check=True)
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert str(tmp_path / "saved" / "weights.bin") in report["read"]
+    monkeypatch.setattr(execute_notebooks, "ROOT", tmp_path)
+    stamp = execute_notebooks.stamp_of({**report, "modules": []}, "code", 1.0)
+    assert list(stamp["files"]) == ["input.json"]
