@@ -19,7 +19,8 @@ from html import escape
 
 from mlm_lib.config import BertConfig
 from mlm_lib.sizes import parameter_counts
-from mlm_lib.book.viz import REFERENCE_COLOR, TEXT_COLOR, TRUE_COLOR, TRUE_TEXT_COLOR
+from mlm_lib.book.viz import (COLUMN_WIDTH_PX, REFERENCE_COLOR, TEXT_COLOR, TRUE_COLOR, TRUE_TEXT_COLOR,
+                              wrap_title)
 
 WIDTH, BOX_H, GAP = 470, 30, 12
 LEFT, RIGHT, MID = 16, 454, 235  # the drawing's margins and its middle
@@ -208,7 +209,10 @@ def flow_diagram(stages: Sequence[Stage], title: str) -> str:
 
 
 # ---------------------------------------------------------------- tokens, position by position
-GRID_CHAR_W, GRID_PAD, GRID_ROW_H, GRID_LABEL_W = 7.0, 10, 26, 150
+GRID_CHAR_W, GRID_PAD, GRID_ROW_H = 7.0, 10, 26
+# Characters of a 14-pixel bold title line in a column-wide drawing.
+TITLE_CHARS = 80
+TITLE_LINE_H = 18
 # What a cell of the grid shows, and its fill: chosen for M (hidden from the generator), replaced
 # by a sample that differs from the original, and the labels of L_Disc.
 GRID_FILLS = {None: "white", "in M": "#ffe0bf", "replaced": "#f8c9c5", "original": "#dcefdc"}
@@ -217,7 +221,11 @@ GRID_FILLS = {None: "white", "in M": "#ffe0bf", "replaced": "#f8c9c5", "original
 def token_grid(rows: Sequence[tuple[str, Sequence[str], Sequence[str | None]]], title: str) -> str:
     """An SVG of aligned token rows, one column per position: each row is (its name, a token per
     position, a mark per position: None, "in M", "replaced" or "original"), so the reader can
-    follow one position down from the original text to what each network sees and is graded on."""
+    follow one position down from the original text to what each network sees and is graded on.
+
+    Drawn no wider than the site's column (COLUMN_WIDTH_PX), so its text is shown at its own size:
+    a sentence too long for one band of columns continues in a second band below, the row names
+    repeated, as a printed table continues on the next page."""
     if not rows:
         raise ValueError("token_grid needs at least one row")
     n = len(rows[0][1])
@@ -228,20 +236,32 @@ def token_grid(rows: Sequence[tuple[str, Sequence[str], Sequence[str | None]]], 
         if unknown:
             raise ValueError(f"row {name!r}: unknown marks {sorted(map(str, unknown))}")
     widths = [max(len(r[1][k]) for r in rows) * GRID_CHAR_W + GRID_PAD for k in range(n)]
-    xs = [GRID_LABEL_W + sum(widths[:k]) for k in range(n)]
-    width = GRID_LABEL_W + sum(widths) + 4
-    parts = [f"<text x='4' y='18' fill='{TEXT_COLOR}' {FAMILY} font-size='14' font-weight='bold'>"
-             f"{escape(title)}</text>"]
-    for r, (name, tokens, marks) in enumerate(rows):
-        y = 30 + r * (GRID_ROW_H + 4)
-        parts.append(f"<text x='4' y='{y + 17}' fill='{TEXT_COLOR}' {FONT} font-weight='bold'>"
-                     f"{escape(name)}</text>")
-        for x, w, token, mark in zip(xs, widths, tokens, marks):
-            parts.append(f"<rect x='{x}' y='{y}' width='{w - 2}' height='{GRID_ROW_H}' rx='3' "
-                         f"fill='{GRID_FILLS[mark]}' stroke='{REFERENCE_COLOR}'/>"
-                         f"<text x='{x + (w - 2) / 2}' y='{y + 17}' text-anchor='middle' fill='{TEXT_COLOR}' "
-                         f"{FONT}>{escape(token)}</text>")
-    y = 30 + len(rows) * (GRID_ROW_H + 4) + 6
+    label_w = max(len(name) for name, _, _ in rows) * GRID_CHAR_W + 2 * GRID_PAD
+    bands: list[list[int]] = [[]]  # the positions of each band, each band fitting the column
+    for k, w in enumerate(widths):
+        if bands[-1] and label_w + sum(widths[j] for j in bands[-1]) + w + 4 > COLUMN_WIDTH_PX:
+            bands.append([])
+        bands[-1].append(k)
+    width = max(label_w + sum(widths[j] for j in band) + 4 for band in bands)
+    lines = wrap_title(title, TITLE_CHARS).split("\n")
+    parts = [f"<text x='4' y='{18 + i * TITLE_LINE_H}' fill='{TEXT_COLOR}' {FAMILY} font-size='14' "
+             f"font-weight='bold'>{escape(line)}</text>" for i, line in enumerate(lines)]
+    top = 12 + len(lines) * TITLE_LINE_H
+    for band in bands:
+        for r, (name, tokens, marks) in enumerate(rows):
+            y = top + r * (GRID_ROW_H + 4)
+            parts.append(f"<text x='4' y='{y + 17}' fill='{TEXT_COLOR}' {FONT} font-weight='bold'>"
+                         f"{escape(name)}</text>")
+            x = label_w
+            for k in band:
+                w = widths[k]
+                parts.append(f"<rect x='{x}' y='{y}' width='{w - 2}' height='{GRID_ROW_H}' rx='3' "
+                             f"fill='{GRID_FILLS[marks[k]]}' stroke='{REFERENCE_COLOR}'/>"
+                             f"<text x='{x + (w - 2) / 2}' y='{y + 17}' text-anchor='middle' "
+                             f"fill='{TEXT_COLOR}' {FONT}>{escape(tokens[k])}</text>")
+                x += w
+        top += len(rows) * (GRID_ROW_H + 4) + 10
+    y = top
     legend = [(m, m) for m in GRID_FILLS if m]
     x = 4
     for mark, text in legend:
@@ -276,41 +296,47 @@ BOOK_PARTS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
 # What came before BERT, and what masked language modelling changed (chapter 0's paragraph).
 BEFORE_BERT = ("static word vectors: one vector per word, whatever the context",
                "left-to-right language models: context from one side at a time")
-MAP_CHAPTER_W, MAP_BOX_H, MAP_ROW_GAP, MAP_LABEL_W = 124, 40, 30, 180
+MAP_BOX_H, MAP_ROW_GAP, MAP_BOX_GAP, MAP_CAPTION_H = 40, 30, 8, 20
 
 
 def book_map(parts: Sequence[tuple[str, Sequence[tuple[str, str]]]] = BOOK_PARTS,
              before: Sequence[str] = BEFORE_BERT) -> str:
     """An SVG map of the book: what came before BERT at the top, then a row per part, a box per
     chapter (its number and what it takes apart), each box a link to its chapter's notebook (the
-    site's build points the links at the chapter's page)."""
-    width = LEFT + max(len(ch) for _, ch in parts) * (MAP_CHAPTER_W + 8) + MAP_LABEL_W
+    site's build points the links at the chapter's page).
+
+    As wide as the site's column, so that its text is shown at its own size: each part's name sits
+    above its row of chapters, and the two earlier ideas one above the other."""
+    width = COLUMN_WIDTH_PX
+    most = max(len(ch) for _, ch in parts)
+    chapter_w = (width - 2 * LEFT - (most - 1) * MAP_BOX_GAP) / most
     parts_svg = [f"<text x='{LEFT}' y='18' fill='{TEXT_COLOR}' {FAMILY} font-size='14' font-weight='bold'>"
                  "Before BERT, and the book's chapters</text>"]
     y = 30
-    half = (width - 2 * LEFT - 12) / 2
-    for k, text in enumerate(before):
-        x = LEFT + k * (half + 12)
-        parts_svg.append(f"<rect x='{x}' y='{y}' width='{half}' height='{MAP_BOX_H - 10}' rx='5' "
-                         f"fill='{EMBED_FILL}' stroke='{REFERENCE_COLOR}'/><text x='{x + half / 2}' "
-                         f"y='{y + 19}' text-anchor='middle' fill='{TEXT_COLOR}' {FONT}>{escape(text)}</text>")
-    y += MAP_BOX_H - 10
-    parts_svg.append(f"<text x='{width / 2}' y='{y + 20}' text-anchor='middle' fill='{TRUE_TEXT_COLOR}' "
-                     f"{FONT} font-weight='bold'>masked language modelling: every blank read from both "
-                     f"sides at once, L = −Σ_M log P(x_i | x\\M)</text>")
-    y += MAP_ROW_GAP + 4
+    full = width - 2 * LEFT
+    for text in before:
+        parts_svg.append(f"<rect x='{LEFT}' y='{y}' width='{full}' height='{MAP_BOX_H - 12}' rx='5' "
+                         f"fill='{EMBED_FILL}' stroke='{REFERENCE_COLOR}'/><text x='{width / 2}' "
+                         f"y='{y + 18}' text-anchor='middle' fill='{TEXT_COLOR}' {FONT}>{escape(text)}</text>")
+        y += MAP_BOX_H - 8
+    for k, line in enumerate(("masked language modelling: every blank read from both sides at once,",
+                              "L = −Σ_M log P(x_i | x\\M)")):
+        parts_svg.append(f"<text x='{width / 2}' y='{y + 16 + 16 * k}' text-anchor='middle' "
+                         f"fill='{TRUE_TEXT_COLOR}' {FONT} font-weight='bold'>{line}</text>")
+    y += MAP_ROW_GAP + 20
     for caption, chapters in parts:
-        parts_svg.append(f"<text x='{LEFT}' y='{y + MAP_BOX_H / 2 + 4}' fill='{TEXT_COLOR}' {FONT} "
+        parts_svg.append(f"<text x='{LEFT}' y='{y + 14}' fill='{TEXT_COLOR}' {FONT} "
                          f"font-weight='bold'>{escape(caption)}</text>")
+        y += MAP_CAPTION_H
         for k, (stem, label) in enumerate(chapters):
-            x = LEFT + MAP_LABEL_W + k * (MAP_CHAPTER_W + 8)
+            x = LEFT + k * (chapter_w + MAP_BOX_GAP)
             fill = HEAD_FILL if caption == parts[0][0] else ENCODER_FILL
             parts_svg.append(
                 f"<a href='{escape(stem)}.ipynb'>"
-                f"<rect x='{x}' y='{y}' width='{MAP_CHAPTER_W}' "
+                f"<rect x='{x}' y='{y}' width='{chapter_w}' "
                 f"height='{MAP_BOX_H}' rx='5' fill='{fill}' stroke='{REFERENCE_COLOR}'/>"
-                f"<text x='{x + MAP_CHAPTER_W / 2}' y='{y + 16}' text-anchor='middle' fill='{TEXT_COLOR}' "
-                f"{FONT} font-weight='bold'>chapter {int(stem[:2])}</text><text x='{x + MAP_CHAPTER_W / 2}' "
+                f"<text x='{x + chapter_w / 2}' y='{y + 16}' text-anchor='middle' fill='{TEXT_COLOR}' "
+                f"{FONT} font-weight='bold'>chapter {int(stem[:2])}</text><text x='{x + chapter_w / 2}' "
                 f"y='{y + 32}' text-anchor='middle' fill='{TEXT_COLOR}' {FONT}>{escape(label)}</text></a>")
         y += MAP_BOX_H + 12
     # Not role='img': its links must stay reachable (an image's children are not); each link is
@@ -329,7 +355,11 @@ PAIR_WIDTH, PAIR_SENT_H, PAIR_CHARS, PAIR_LABEL_W = 660, 24, 44, 130
 
 
 def _short(text: str, chars: int = PAIR_CHARS) -> str:
-    return text if len(text) <= chars else text[: chars - 1] + "…"
+    """``text`` cut to ``chars`` at a space, so that no word is cut in half ("the riv…")."""
+    if len(text) <= chars:
+        return text
+    cut = text[: chars - 1].rsplit(" ", 1)[0]
+    return cut + " …"
 
 
 def nsp_diagram(own: tuple[str, Sequence[str]], other: tuple[str, Sequence[str]], config: BertConfig) -> str:

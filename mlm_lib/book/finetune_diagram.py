@@ -56,7 +56,7 @@ def _box(x: float, y: float, title: str, note: str, fill: str, dashed: bool = Fa
             f"<text x='{x + BOX_W / 2}' y='{y + 14}' text-anchor='middle' fill='{TEXT_COLOR}' {FAMILY} "
             f"font-size='11.5' font-weight='bold'>{escape(title)}</text>"
             f"<text x='{x + BOX_W / 2}' y='{y + 28}' text-anchor='middle' fill='{TEXT_COLOR}' {FAMILY} "
-            f"font-size='10.5'>{escape(note)}</text>")
+            f"font-size='11'>{escape(note)}</text>")
 
 
 def _text(x: float, y: float, s: str, size: float = 11, anchor: str = "middle", bold: bool = False,

@@ -10,8 +10,8 @@ from __future__ import annotations
 from html import escape
 
 from mlm_lib.book.viz import MODEL_COLOR, REFERENCE_COLOR, TEXT_COLOR, TRUE_COLOR
+from mlm_lib.config import BertConfig
 from mlm_lib.finetune import BertClassifier, FinetunedBert
-from mlm_lib.model import BertConfig
 from mlm_lib.tasks import BertSpanHead, BertTokenClassifier
 
 PANEL_W, HEIGHT, TOKEN_W, TOKEN_H = 250, 232, 28, 22
@@ -58,7 +58,7 @@ def _panel(x0: float, title: str, tokens: list[str], reads: list[int], head: str
         out.append(f"<rect x='{x + 1}' y='{y_tok}' width='{TOKEN_W - 2}' height='{TOKEN_H}' "
                    f"rx='3' fill='{fill}' stroke='{REFERENCE_COLOR}'/>")
         out.append(_text(x + TOKEN_W / 2, y_tok + 15, tok.strip("[]") if tok.startswith("[") else tok,
-                         "font-size='9'"))
+                         "font-size='11'"))
         out.append(f"<line x1='{x + TOKEN_W / 2}' y1='{y_tok}' x2='{x + TOKEN_W / 2}' "
                    f"y2='{y_enc + 28}' stroke='{REFERENCE_COLOR}'/>")
     for k in reads:

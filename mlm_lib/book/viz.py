@@ -38,6 +38,44 @@ TRUE_TEXT_COLOR = "#b35300"
 BROKEN_COLOR = "#b22222"
 HIGHLIGHT_COLOR = "#ff0000"  # red: the box around the rows of interest in an attention map
 REST_LABEL = "rest of V"
+# Lines that compare arms of equal standing (none is the true word or a reference): the model's
+# blue first, then colours that no other meaning uses (tab:green, tab:purple, tab:brown), so that
+# four arms stay apart in colour as well as in line style.
+SERIES_COLORS = (MODEL_COLOR, "#2ca02c", "#9467bd", "#8c564b")
+SERIES_STYLES = ("-", "--", ":", "-.")
+
+# The size a figure is shown at. The site's text column is COLUMN_WIDTH_PX wide on a desktop, and an
+# image wider than it is scaled down to fit: a figure drawn 10 inches wide at 100 dpi shows at 0.69
+# of its size, and its 10-point ticks at 9.6 px. So the book draws every figure exactly as wide as the
+# column (COLUMN_WIDTH_IN at FIGURE_DPI, no cropping), and sizes its fonts in points for that dpi:
+# a point is FIGURE_DPI / 72 pixels, so 8 points are 11.1 px, the least a reader should be asked to read.
+COLUMN_WIDTH_PX = 688
+FIGURE_DPI = 100
+COLUMN_WIDTH_IN = COLUMN_WIDTH_PX / FIGURE_DPI
+SMALLEST_TEXT_PX = 11.0
+PX_PER_POINT = FIGURE_DPI / 72
+BASE_FONT_PT = 10.0    # labels and text: 13.9 px
+TICK_FONT_PT = 9.0     # ticks, legends, token labels: 12.5 px
+TITLE_FONT_PT = 10.5   # panel titles: 14.6 px
+SMALLEST_FONT_PT = SMALLEST_TEXT_PX / PX_PER_POINT  # 7.92: the floor for any explicit fontsize
+# The height of one row of panels, in inches; a caller passes its own for tall or short figures.
+PANEL_HEIGHT_IN = 2.8
+COLUMN_RC = {
+    "figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI,
+    "font.size": BASE_FONT_PT, "axes.labelsize": BASE_FONT_PT,
+    "axes.titlesize": TITLE_FONT_PT, "figure.titlesize": TITLE_FONT_PT,
+    "xtick.labelsize": TICK_FONT_PT, "ytick.labelsize": TICK_FONT_PT,
+    "legend.fontsize": TICK_FONT_PT, "legend.title_fontsize": TICK_FONT_PT,
+}
+# PNG text chunks that say how a figure was drawn, so that a test can measure its text as shown
+# from the committed output alone.
+# A forest panel's height in inches: its title and axis, plus one row per estimate.
+FOREST_PANEL_IN = 1.1
+FOREST_ROW_IN = 0.32
+# Characters of a title line at TITLE_FONT_PT that fit the column's width.
+TITLE_CHARS = 80
+SHOWN_WIDTH_KEY = "Shown width px"
+SMALLEST_TEXT_KEY = "Smallest text px"
 
 
 def text_table(headers: Sequence[str], rows: Sequence[Sequence[Any]],
@@ -186,8 +224,8 @@ def plot_attention(ax: Any, attention: torch.Tensor, tokens: Sequence[str], titl
         raise ValueError(f"attention must be [T, T] with T = {len(tokens)} tokens, "
                          f"got {tuple(a.shape)}")
     im = ax.imshow(a.numpy(), cmap="viridis", vmin=0.0, vmax=1.0)
-    ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=8)
-    ax.set_yticks(range(len(tokens)), tokens, fontsize=8)
+    ax.set_xticks(range(len(tokens)), tokens, rotation=90, fontsize=TICK_FONT_PT)
+    ax.set_yticks(range(len(tokens)), tokens, fontsize=TICK_FONT_PT)
     ax.set_xlabel("reads from (key)")
     ax.set_ylabel("position reading (query)")
     for r in highlight:
@@ -206,8 +244,10 @@ def forest(ax: Any, rows: Sequence[tuple[str, Interval]], reference: float | Non
     An interval read as a picture answers the question a bracketed pair of numbers hides: does it
     reach the reference line (chance, a baseline, or 0 for a difference)? A row whose interval
     excludes ``reference`` is drawn filled, one that reaches it hollow, so the verdict is visible
-    without reading the numbers. The first row is at the top. Returns the ``ErrorbarContainer``
-    of the filled rows' bars plus the hollow rows' (a list), so a test can read them.
+    without reading the numbers. The first row is at the top. ``reference_label`` names the dashed
+    line under the x axis rather than in a legend, which in a column-wide panel would sit on the
+    rows. Returns the ``ErrorbarContainer`` of the filled rows' bars plus the hollow rows' (a list),
+    so a test can read them.
     """
     rows = list(rows)
     if not rows:
@@ -226,7 +266,7 @@ def forest(ax: Any, rows: Sequence[tuple[str, Interval]], reference: float | Non
         ax.axvline(reference, color=REFERENCE_COLOR, linestyle="--", linewidth=1,
                    label=reference_label)
         if reference_label:
-            ax.legend(loc="best", fontsize="small", frameon=False)
+            xlabel = f"{xlabel}\n(dashed: {reference_label})" if xlabel else f"dashed: {reference_label}"
     ax.set_yticks(y)
     ax.set_yticklabels([label for label, _ in rows])
     ax.set_ylim(-0.7, len(rows) - 0.3)
@@ -240,22 +280,23 @@ def forest_figure(arms: Sequence[tuple[str, Interval]],
                   differences: Sequence[tuple[str, Interval]] = (),
                   reference: float | None = None, reference_label: str | None = None,
                   metric: str = "", title: str | None = None) -> Any:
-    """The book's picture of a multi-seed experiment: the arms on the left (mean and 95%
-    interval over seeds, against ``reference``: chance or a baseline), and beside them the paired
-    differences against 0, which is where a comparison is decided. Returns the figure."""
-    import matplotlib.pyplot as plt  # matplotlib is optional: only the chapters draw
-
-    panels = 2 if differences else 1
-    height = 0.9 + 0.45 * max(len(arms), len(differences))
-    fig, axes = plt.subplots(1, panels, figsize=(10 if panels == 2 else 6, height), squeeze=False)
+    """The book's picture of a multi-seed experiment: the arms on top (mean and 95% interval over
+    seeds, against ``reference``: chance or a baseline), and under them the paired differences
+    against 0, which is where a comparison is decided. Stacked rather than side by side, so that
+    each panel has the column's width for its row labels. Returns the figure."""
+    arms, differences = list(arms), list(differences)
+    rows = [len(arms)] + ([len(differences)] if differences else [])
+    height = sum(FOREST_PANEL_IN + FOREST_ROW_IN * n for n in rows) + (0.4 if title else 0)
+    fig, axes = column_figure(len(rows), 1, height=height, squeeze=False,
+                              gridspec_kw={"height_ratios": [FOREST_PANEL_IN + FOREST_ROW_IN * n
+                                                             for n in rows]})
     forest(axes[0][0], arms, reference, reference_label, xlabel=metric,
            title="each arm (mean of seeds, 95% interval)")
     if differences:
-        forest(axes[0][1], differences, 0.0, None, xlabel=f"difference in {metric}" if metric else "",
+        forest(axes[1][0], differences, 0.0, None, xlabel=f"difference in {metric}" if metric else "",
                title="paired difference (95% interval)")
     if title:
-        fig.suptitle(title)
-    fig.tight_layout()
+        fig.suptitle(wrap_title(title))
     return fig
 
 
@@ -287,3 +328,122 @@ def show_controls(panel: Any) -> None:
     bundle = panel._repr_mimebundle_()
     bundle["text/plain"] = RUN_HINT
     display(bundle, raw=True)
+
+
+def use_column_style() -> None:
+    """Set the book's figure fonts and dpi (:data:`COLUMN_RC`).
+
+    rcParams rather than a context manager: matplotlib reads the font size of a tick label when it
+    draws it, after the cell that made the figure has moved on. Safe to call again.
+    """
+    import matplotlib
+
+    matplotlib.rcParams.update(COLUMN_RC)
+
+
+def _show_uncropped() -> None:
+    """In a notebook, show a figure made by :func:`column_figure` whole (the inline backend crops
+    to the drawn area, which would make it narrower or wider than the column), with its measured
+    text size in the PNG's metadata; other figures as before.
+
+    Called after a figure exists: the inline backend registers its own printer only then.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python: nothing is displayed
+        return
+    shell = get_ipython()
+    if shell is None or "image/png" not in shell.display_formatter.formatters:
+        return
+    import base64
+
+    from matplotlib.figure import Figure
+
+    formatter = shell.display_formatter.formatters["image/png"]
+    try:
+        cropped = formatter.lookup_by_type(Figure)
+    except KeyError:
+        cropped = None
+    if getattr(cropped, "_column", False):
+        return
+
+    def png(fig: Any) -> Any:
+        if not getattr(fig, "_column", False):  # a figure drawn some other way keeps its cropping
+            return cropped(fig) if cropped else None
+        return base64.b64encode(column_png(fig)).decode("ascii")
+
+    png._column = True
+    formatter.for_type(Figure, png)
+
+
+def column_figure(nrows: int = 1, ncols: int = 1, *, height: float | None = None,
+                  **subplots: Any) -> tuple[Any, Any]:
+    """``plt.subplots`` for the book: as wide as the text column, in the book's fonts, laid out by
+    matplotlib's constrained layout so that nothing is cropped or overlaps.
+
+    A figure drawn wider than the column would be scaled down on the page and its text with it;
+    this one is shown at its own size. ``height`` is in inches (default :data:`PANEL_HEIGHT_IN`
+    per row). Returns ``(fig, axes)`` like ``plt.subplots``.
+    """
+    import matplotlib.pyplot as plt
+
+    use_column_style()
+    if height is None:
+        height = PANEL_HEIGHT_IN * nrows
+    fig, axes = plt.subplots(nrows, ncols, figsize=(COLUMN_WIDTH_IN, height), layout="constrained",
+                             **subplots)
+    fig._column = True
+    _show_uncropped()
+    return fig, axes
+
+
+def shown_text_px(fig: Any) -> float:
+    """The smallest visible text of ``fig`` in pixels as shown in the column on a desktop: its size
+    in points times FIGURE_DPI / 72, times the scale the page shows the figure at (below 1 only for
+    a figure wider than the column)."""
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()  # tick labels exist only once drawn
+    sizes = [t.get_fontsize() for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip()]  # shared axes hide their labels
+    width_px = fig.get_figwidth() * fig.dpi
+    scale = min(1.0, COLUMN_WIDTH_PX / width_px)
+    return min(sizes, default=float("inf")) * fig.dpi / 72 * scale
+
+
+def column_png(fig: Any) -> bytes:
+    """The PNG a notebook shows for a column figure: the whole figure at FIGURE_DPI (no cropping:
+    it is as wide as the column), with :data:`SHOWN_WIDTH_KEY` and :data:`SMALLEST_TEXT_KEY` in
+    its metadata."""
+    import io
+
+    smallest = shown_text_px(fig)
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=FIGURE_DPI, metadata={
+        SHOWN_WIDTH_KEY: f"{min(COLUMN_WIDTH_PX, round(fig.get_figwidth() * FIGURE_DPI))}",
+        SMALLEST_TEXT_KEY: f"{smallest:.1f}"})
+    return out.getvalue()
+
+
+def wrap_title(text: str, width: int = TITLE_CHARS) -> str:
+    """A title broken into lines that fit the column (matplotlib never wraps a title, and one wider
+    than the figure runs off both edges)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) if len(text) > width else text
+
+
+def legend_below(fig: Any, ax: Any = None, ncols: int = 2) -> Any:
+    """The figure's legend under its panels, outside every data area: a legend inside a
+    column-wide panel sits on a curve or a bar sooner or later (and one per panel repeats itself).
+
+    Takes the entries of ``ax`` (default: every panel, each label once, a twin axis's included).
+    """
+    handles, labels = [], []
+    for a in [ax] if ax is not None else fig.axes:
+        for h, label in zip(*a.get_legend_handles_labels()):
+            if label not in labels:
+                handles.append(h)
+                labels.append(label)
+    return fig.legend(handles, labels, loc="outside lower center", ncols=min(ncols, len(labels)),
+                      frameon=False)

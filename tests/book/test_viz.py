@@ -166,3 +166,64 @@ def test_forest_figure_has_a_difference_panel_against_zero():
     assert len(fig.axes) == 2
     assert fig.axes[1].lines[-1].get_xdata()[0] == 0.0  # the reference line of the differences
     plt.close(fig)
+
+
+def test_a_column_figure_is_drawn_at_the_width_it_is_shown_and_its_text_is_readable():
+    import matplotlib
+    matplotlib.use("Agg")
+    import io
+
+    import matplotlib.pyplot as plt
+    from PIL import Image
+
+    from mlm_lib.book.viz import (COLUMN_WIDTH_PX, SMALLEST_TEXT_KEY, SMALLEST_TEXT_PX, column_figure,
+                                  column_png, legend_below, shown_text_px)
+
+    fig, axes = column_figure(1, 2, sharey=True)
+    for ax in axes:
+        ax.plot([0, 1], [0, 1], label="a line")
+        ax.set_title("a title")
+    legend_below(fig)
+    image = Image.open(io.BytesIO(column_png(fig)))
+    assert image.size[0] == COLUMN_WIDTH_PX  # shown at its own size: nothing to scale down
+    assert float(image.info[SMALLEST_TEXT_KEY]) == pytest.approx(shown_text_px(fig), abs=0.05)
+    assert shown_text_px(fig) >= SMALLEST_TEXT_PX
+    assert len(fig.legends) == 1 and not any(ax.get_legend() for ax in axes)  # one legend, outside
+    plt.close(fig)
+
+
+def test_the_shown_text_size_counts_the_scale_of_a_figure_wider_than_the_column():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mlm_lib.book.viz import COLUMN_WIDTH_PX, shown_text_px
+
+    fig, ax = plt.subplots(figsize=(2 * COLUMN_WIDTH_PX / 100, 3), dpi=100)
+    ax.set_title("t", fontsize=10)
+    ax.tick_params(labelsize=10)
+    assert shown_text_px(fig) == pytest.approx(10 * 100 / 72 / 2)  # shown at half its size
+    plt.close(fig)
+
+
+def test_a_forest_figure_stacks_its_panels_and_names_the_reference_under_the_axis():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from mlm_lib.book.viz import COLUMN_WIDTH_IN, forest_figure
+    from mlm_lib.stats import Interval
+
+    fig = forest_figure([("a", Interval(0.3, 0.2, 0.4, 5))], [("a - b", Interval(0.1, 0.05, 0.15, 5))],
+                        reference=0.1, reference_label="the start", metric="accuracy", title="t")
+    top, bottom = fig.axes
+    assert fig.get_figwidth() == pytest.approx(COLUMN_WIDTH_IN)
+    assert top.get_position().y0 > bottom.get_position().y1  # one above the other
+    assert "the start" in top.get_xlabel() and top.get_legend() is None
+    plt.close(fig)
+
+
+def test_a_long_title_is_wrapped_to_the_column():
+    from mlm_lib.book.viz import TITLE_CHARS, wrap_title
+
+    assert wrap_title("short") == "short"
+    assert all(len(line) <= TITLE_CHARS for line in wrap_title("word " * 60).split("\n"))

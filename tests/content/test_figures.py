@@ -5,6 +5,9 @@
 - Every image says what it shows to a reader who cannot see it: a matplotlib output carries alt
   text in its cell's ``mystnb.image.alt`` (without it the site's ``alt`` is the image's file name),
   and a drawn SVG is ``role='img'`` (``'group'`` when it holds links) with an ``aria-label``.
+- A figure drawn for the column (``mlm_lib.book.viz.column_figure``, which records in its PNG the
+  width it is shown at and its smallest text as shown) is no wider than the column and shows no
+  text under ``SMALLEST_TEXT_PX`` on a desktop.
 - A multi-seed experiment is shown as a forest plot (``mlm_lib.book.viz.forest_figure``), and the
   prose names its conclusion: at most a couple of bracketed ``mean [low, high]`` intervals remain in
   any chapter's prose.
@@ -16,8 +19,12 @@ import json
 import re
 from pathlib import Path
 
+import base64
+import io
+
 import pytest
 
+from mlm_lib.book.viz import COLUMN_WIDTH_PX, SMALLEST_TEXT_KEY, SMALLEST_TEXT_PX
 from word_count import CLOSING_HEADING
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -107,3 +114,47 @@ def test_intervals_are_pictures_not_brackets(path):
     assert len(found) <= MOST_BRACKETED_INTERVALS, (
         f"{path.stem} quotes {len(found)} bracketed intervals in its prose ({found[:4]}...): show "
         f"the arms as a forest plot (mlm_lib.book.viz.forest_figure) and name the conclusion")
+
+
+def column_pngs(path: Path) -> list[tuple[int, int, float]]:
+    """(cell index, width in px, smallest text shown in px) of each PNG drawn for the column."""
+    from PIL import Image
+
+    found = []
+    for k, cell in enumerate(_cells(path)):
+        for output in cell.get("outputs", []):
+            png = output.get("data", {}).get("image/png")
+            if not png:
+                continue
+            image = Image.open(io.BytesIO(base64.b64decode(png)))
+            if SMALLEST_TEXT_KEY in image.info:
+                found.append((k, image.size[0], float(image.info[SMALLEST_TEXT_KEY])))
+    return found
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_column_figures_fit_the_column_and_their_text_is_readable(path):
+    bad = [(k, width, text) for k, width, text in column_pngs(path)
+           if width > COLUMN_WIDTH_PX or text < SMALLEST_TEXT_PX]
+    assert not bad, (f"{path.stem}: figures (cell, width px, smallest text px) {bad} are wider than "
+                     f"the {COLUMN_WIDTH_PX} px column or show text under {SMALLEST_TEXT_PX} px: "
+                     "draw them with column_figure and fonts of at least SMALLEST_FONT_PT")
+
+
+def test_the_record_of_a_column_figure_is_read_from_its_png(tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from mlm_lib.book.viz import column_figure, column_png
+
+    fig, ax = column_figure()
+    ax.plot([0, 1])
+    png = base64.b64encode(column_png(fig)).decode()
+    plt.close(fig)
+    cell = {"cell_type": "code", "metadata": {}, "source": "", "outputs": [
+        {"output_type": "display_data", "data": {"image/png": png}}]}
+    path = tmp_path / "00_x.ipynb"
+    path.write_text(json.dumps({"cells": [cell]}), encoding="utf-8")
+    [(k, width, text)] = column_pngs(path)
+    assert (k, width) == (0, COLUMN_WIDTH_PX) and text >= SMALLEST_TEXT_PX
