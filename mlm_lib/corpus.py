@@ -164,8 +164,9 @@ def _gensim_data(filename: str) -> Path:
     return Path(datapath(filename))
 
 
-def _wikipedia_path() -> Path:
-    """Path of the bz2 Wikipedia excerpt inside gensim's wheel."""
+def wikipedia_path() -> Path:
+    """Path of the bz2 Wikipedia excerpt inside gensim's wheel: the raw pages, markup included,
+    for a reader that needs what :func:`load_wikipedia`'s cleaning drops (the editors' links)."""
     return _gensim_data(WIKI_FILE)
 
 
@@ -193,7 +194,7 @@ def _cached(name: str, source: Path, build) -> list[Document]:
 
 def load_wikipedia(use_cache: bool = True) -> list[Document]:
     """The cleaned Wikipedia excerpt from gensim's wheel, one Document per article, in file order."""
-    path = _wikipedia_path()
+    path = wikipedia_path()
     if not use_cache:
         return _parse_wikipedia(path)
     return _cached("wikipedia", path, lambda: _parse_wikipedia(path))

@@ -16,8 +16,9 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
+from mlm_lib.config import BertConfig
 from mlm_lib.files import audit_read, read_text
-from mlm_lib.model import BertConfig, BertForPreTraining, BertModel
+from mlm_lib.model import BertForPreTraining, BertModel
 from mlm_lib.tokenizer import WordPieceTokenizer
 
 # Our parameter name (inside BertModel / the heads) -> Hugging Face's. "{i}" is the layer index.
@@ -60,8 +61,10 @@ _BUFFERS = ("embeddings.position_ids", "embeddings.token_type_ids")
 INIT_SEED = 0
 
 
-def _hf_names(name: str) -> list[str]:
-    """Hugging Face name(s) of one of our parameters (three for the fused QKV)."""
+def hf_names(name: str) -> list[str]:
+    """Hugging Face name(s) of one of our parameters (three for the fused QKV): the one mapping
+    that both the pretraining model and the fine-tuned heads (:mod:`mlm_lib.hf_tasks`) are
+    written with."""
     prefix = ""
     if name.startswith("bert."):
         prefix, name = "bert.", name[len("bert."):]
@@ -157,7 +160,7 @@ def load_hf_bert(folder: str | Path) -> BertForPreTraining | BertModel:
 
     state, missing = {}, []
     for name in model.state_dict():
-        names = _hf_names(name)
+        names = hf_names(name)
         if all(n in weights for n in names):
             parts = [weights.pop(n) for n in names]
             state[name] = torch.cat(parts, 0) if len(parts) > 1 else parts[0]
@@ -181,7 +184,7 @@ def save_hf_bert(model: BertForPreTraining | BertModel, folder: str | Path) -> N
     folder.mkdir(parents=True, exist_ok=True)
     tensors = {}
     for name, value in model.state_dict().items():
-        names = _hf_names(name)
+        names = hf_names(name)
         for n, part in zip(names, value.chunk(len(names), 0)):
             tensors[n] = part.detach().to("cpu", torch.float32).contiguous().clone()
     save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})

@@ -18,7 +18,7 @@ import torch
 from safetensors.torch import save_file
 
 from mlm_lib.finetune import BertClassifier, FinetunedBert
-from mlm_lib.hf import _hf_names
+from mlm_lib.hf import hf_names
 from mlm_lib.tasks import BertSpanHead, BertTokenClassifier
 
 # our head class -> (transformers' class, its head layer's name, whether it keeps the pooler)
@@ -47,7 +47,7 @@ def hf_task_state_dict(model: FinetunedBert) -> dict[str, torch.Tensor]:
         elif name.startswith("bert."):
             if name.startswith("bert.pooler.") and not pooled:
                 continue
-            names = _hf_names(name)
+            names = hf_names(name)
         else:
             raise ValueError(f"{type(model).__name__} has a parameter {name!r} with no "
                              f"Hugging Face name")

@@ -16,24 +16,21 @@ needs around the heads of :mod:`mlm_lib.tasks`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from mlm_lib.masking import IGNORE_INDEX
-from mlm_lib.tokenizer import SPECIAL_TOKENS, is_punctuation
-
-_SPECIAL = re.compile("|".join(re.escape(t) for t in SPECIAL_TOKENS))
+from mlm_lib.loss import IGNORE_INDEX
+from mlm_lib.tokenizer import word_spans
 
 
 @dataclass
 class PieceEncoding:
     """One text's pieces: ``ids``, each piece's characters ``offsets[k] = (first, end)`` in the
-    text (``text[first:end]``), and ``word_ids[k]``, the word it belongs to (words as BERT's basic
-    tokenizer splits them: at whitespace and around each punctuation character)."""
+    text (``text[first:end]``), and ``word_ids[k]``, the word it belongs to (words as the tokenizer
+    splits them, :func:`~mlm_lib.tokenizer.word_spans`)."""
 
     ids: list[int]
     offsets: list[tuple[int, int]]
@@ -41,29 +38,6 @@ class PieceEncoding:
 
     def __len__(self) -> int:
         return len(self.ids)
-
-
-def _words_with_positions(text: str) -> list[tuple[int, int]]:
-    """(first, end) of every word of ``text``: whitespace splits, each punctuation character is a
-    word of its own, and a literal special token (``[MASK]``) stays whole, as the tokenizer does."""
-    spans: list[tuple[int, int]] = []
-    cursor = 0
-    for m in [*_SPECIAL.finditer(text), None]:
-        part_end = m.start() if m else len(text)
-        for chunk in re.finditer(r"\S+", text[cursor:part_end]):
-            base, word_start = cursor + chunk.start(), cursor + chunk.start()
-            for k, ch in enumerate(chunk.group()):
-                if is_punctuation(ch):
-                    if word_start < base + k:
-                        spans.append((word_start, base + k))
-                    spans.append((base + k, base + k + 1))
-                    word_start = base + k + 1
-            if word_start < cursor + chunk.end():
-                spans.append((word_start, cursor + chunk.end()))
-        if m:
-            spans.append((m.start(), m.end()))
-            cursor = m.end()
-    return spans
 
 
 def encode_offsets(tokenizer: Any, text: str) -> PieceEncoding:
@@ -77,7 +51,7 @@ def encode_offsets(tokenizer: Any, text: str) -> PieceEncoding:
     ids: list[int] = []
     offsets: list[tuple[int, int]] = []
     word_ids: list[int] = []
-    for w, (first, end) in enumerate(_words_with_positions(text)):
+    for w, (first, end) in enumerate(word_spans(text)):
         word_piece_ids = tokenizer.encode_ids(text[first:end])
         pieces = tokenizer.convert_ids_to_tokens(word_piece_ids)
         lengths = [len(p.removeprefix("##")) for p in pieces]

@@ -24,25 +24,16 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from mlm_lib.tokenizer import pad_batch
 from mlm_lib.finetune import FinetunedBert
 from mlm_lib.loop import Batch, Sums
-from mlm_lib.masking import IGNORE_INDEX  # a position without a label: cross_entropy skips it
+from mlm_lib.loss import IGNORE_INDEX  # a position without a label: cross_entropy skips it
 from mlm_lib.metrics import entity_scores, exact_match, squad_f1
 from mlm_lib.model import BertModel
-from mlm_lib.spans import (Answer, Window, encode_words, nbest_answers, question_windows,
-                           word_predictions)
+from mlm_lib.spans import (Answer, Window, align_labels, encode_words, nbest_answers,
+                           question_windows, word_predictions)
+from mlm_lib.tokenizer import pad_batch, pad_rows
 
 MAX_ANSWER_PIECES = 16  # the longest span the span head may answer, in pieces
-
-
-def _pad_rows(rows: Sequence[Sequence[int]], value: int) -> torch.Tensor:
-    """Rows of per-piece values, right-padded with ``value`` into [B, T] (as :func:`pad_batch`
-    pads the ids)."""
-    out = torch.full((len(rows), max(map(len, rows), default=0)), value, dtype=torch.long)
-    for i, row in enumerate(rows):
-        out[i, :len(row)] = torch.tensor(row, dtype=torch.long)
-    return out
 
 
 # ---------------------------------------------------------------- a label for every word
@@ -73,19 +64,16 @@ class TaggedSet:
     def batch(self, tokenizer: Any, idx: Sequence[int], max_length: int) -> Batch:
         """``[CLS] pieces [SEP]`` per sentence, padded; ``labels`` [B, T] holds each word's tag at
         its first piece and ``IGNORE_INDEX`` elsewhere. Words past ``max_length`` are left out."""
+        room = max(max_length - 2, 0)  # pieces between [CLS] and [SEP]
         rows, labels = [], []
         for i in idx:
-            ids, tags = [tokenizer.cls_id], [IGNORE_INDEX]
-            for word, tag in zip(self.words[i], self.tags[i]):
-                pieces = tokenizer.encode_ids(word)
-                if len(ids) + len(pieces) > max_length - 1:
-                    break
-                ids += pieces
-                tags += [tag] + [IGNORE_INDEX] * (len(pieces) - 1)
-            rows.append(ids + [tokenizer.sep_id])
-            labels.append(tags + [IGNORE_INDEX])
+            ids, word_ids = encode_words(tokenizer, self.words[i])
+            # cut before the first word that does not fit whole
+            cut = len(ids) if len(ids) <= room else word_ids.index(word_ids[room])
+            rows.append([tokenizer.cls_id, *ids[:cut], tokenizer.sep_id])
+            labels.append(align_labels([None, *word_ids[:cut], None], self.tags[i]))
         b = pad_batch(rows, [[0] * len(r) for r in rows], tokenizer.pad_id)
-        b["labels"] = _pad_rows(labels, IGNORE_INDEX)
+        b["labels"] = pad_rows(labels, IGNORE_INDEX)
         return b
 
 
@@ -116,54 +104,6 @@ class BertTokenClassifier(FinetunedBert):
 
 
 # ---------------------------------------------------------------- a span of segment B
-
-@dataclass
-class SpanSet:
-    """Questions (segment A), contexts as lists of words (segment B), and each answer's first and
-    last word in its context (inclusive)."""
-
-    questions: list[str]
-    contexts: list[list[str]]
-    answers: list[tuple[int, int]]
-
-    def __post_init__(self) -> None:
-        if not len(self.questions) == len(self.contexts) == len(self.answers):
-            raise ValueError(f"{len(self.questions)} questions, {len(self.contexts)} contexts and "
-                             f"{len(self.answers)} answers: one of each per example")
-        for i, ((first, last), words) in enumerate(zip(self.answers, self.contexts)):
-            if not 0 <= first <= last < len(words):
-                raise ValueError(f"example {i}: answer words ({first}, {last}) are not a span of "
-                                 f"its {len(words)}-word context")
-
-    def __len__(self) -> int:
-        return len(self.questions)
-
-    def batch(self, tokenizer: Any, idx: Sequence[int], max_length: int) -> Batch:
-        """``[CLS] A [SEP] B [SEP]``, padded, with ``context_mask`` (1 on B's pieces),
-        ``start_positions`` and ``end_positions`` (the answer's first and last piece)."""
-        rows, types, context, starts, ends = [], [], [], [], []
-        for i in idx:
-            ids = [tokenizer.cls_id] + tokenizer.encode_ids(self.questions[i]) + [tokenizer.sep_id]
-            n_a = len(ids)
-            first, last = self.answers[i]
-            for k, word in enumerate(self.contexts[i]):
-                if k == first:
-                    starts.append(len(ids))
-                ids += tokenizer.encode_ids(word)
-                if k == last:
-                    ends.append(len(ids) - 1)
-            if len(ids) + 1 > max_length:
-                raise ValueError(f"example {i} takes {len(ids) + 1} pieces, more than "
-                                 f"max_length={max_length}: its answer could be cut off")
-            rows.append(ids + [tokenizer.sep_id])
-            types.append([0] * n_a + [1] * (len(ids) + 1 - n_a))
-            context.append([0] * n_a + [1] * (len(ids) - n_a) + [0])
-        b = pad_batch(rows, types, tokenizer.pad_id)
-        b["context_mask"] = _pad_rows(context, 0)
-        b["start_positions"] = torch.tensor(starts, dtype=torch.long)
-        b["end_positions"] = torch.tensor(ends, dtype=torch.long)
-        return b
-
 
 def best_spans(start_logits: torch.Tensor, end_logits: torch.Tensor,
                max_pieces: int = MAX_ANSWER_PIECES) -> tuple[torch.Tensor, torch.Tensor]:
@@ -235,7 +175,7 @@ class WindowSet:
             raise ValueError("a window without its answer has no start and end to train on")
         b = pad_batch([w.input_ids for w in chosen], [w.token_type_ids for w in chosen],
                       tokenizer.pad_id)
-        b["context_mask"] = _pad_rows([w.context_mask for w in chosen], 0)
+        b["context_mask"] = pad_rows([w.context_mask for w in chosen], 0)
         b["start_positions"] = torch.tensor([w.start_position for w in chosen], dtype=torch.long)
         b["end_positions"] = torch.tensor([w.end_position for w in chosen], dtype=torch.long)
         return b
@@ -272,7 +212,7 @@ def predict_answers(model: BertSpanHead, tokenizer: Any, questions: Sequence[str
         chosen = ws.windows[lo:lo + batch_size]
         b = pad_batch([w.input_ids for w in chosen], [w.token_type_ids for w in chosen],
                       tokenizer.pad_id)
-        mask = _pad_rows([w.context_mask for w in chosen], 0)
+        mask = pad_rows([w.context_mask for w in chosen], 0)
         s, e = model(*(b[k].to(device) for k in ("input_ids", "token_type_ids", "attention_mask")),
                      mask.to(device))
         starts += list(s.cpu())

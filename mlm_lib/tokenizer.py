@@ -34,6 +34,8 @@ SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # BERT's default: a longer "word" is hardly ever prose (a URL, a hash), so rather than being cut
 # into a long run of pieces it becomes one [UNK].
 MAX_INPUT_CHARS_PER_WORD = 100
+# A special token written literally in a text, captured so that ``re.split`` keeps it.
+_SPECIAL_RE = re.compile("(" + "|".join(re.escape(t) for t in SPECIAL_TOKENS) + ")")
 
 
 # ----------------------------------------------------------------------------- character classes
@@ -118,18 +120,7 @@ class BasicTokenizer:
                 chunk = _strip_accents(chunk)
         elif self.strip_accents:
             chunk = _strip_accents(chunk)
-        out: list[str] = []
-        word: list[str] = []
-        for ch in chunk:
-            if is_punctuation(ch):
-                if word:
-                    out.append("".join(word))
-                    word = []
-                out.append(ch)
-            else:
-                word.append(ch)
-        if word:
-            out.append("".join(word))
+        out = [chunk[first:end] for first, end in _punctuation_spans(chunk)]
         # Lowercasing can in principle create whitespace; re-split as the reference does.
         return " ".join(out).split()
 
@@ -138,6 +129,43 @@ class BasicTokenizer:
         for chunk in self.clean(text).split():
             words.extend(self.split_chunk(chunk))
         return words
+
+
+def _punctuation_spans(chunk: str) -> list[tuple[int, int]]:
+    """(first, end) of each word of a whitespace-free ``chunk``: every punctuation character is a
+    word of its own. The one rule behind both the tokenizer's words and :func:`word_spans`."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for k, ch in enumerate(chunk):
+        if is_punctuation(ch):
+            if start < k:
+                spans.append((start, k))
+            spans.append((k, k + 1))
+            start = k + 1
+    if start < len(chunk):
+        spans.append((start, len(chunk)))
+    return spans
+
+
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """(first, end) of every word of ``text``, in the text's own characters: whitespace splits,
+    each punctuation character is a word of its own, and a literal special token (``[MASK]``)
+    stays whole, as the tokenizer splits words.
+
+    Why positions: a task labels the words of the original text (its case, its accents), so a
+    word's characters must be found in that text, not in the lowercased words the tokenizer
+    returns. The character clean-up (control characters, CJK spacing) is not applied."""
+    spans: list[tuple[int, int]] = []
+    cursor = 0
+    for special in [*_SPECIAL_RE.finditer(text), None]:
+        part_end = special.start() if special else len(text)
+        for chunk in re.finditer(r"\S+", text[cursor:part_end]):
+            base = cursor + chunk.start()
+            spans += [(base + first, base + end) for first, end in _punctuation_spans(chunk.group())]
+        if special:
+            spans.append((special.start(), special.end()))
+            cursor = special.end()
+    return spans
 
 
 def _strip_accents(text: str) -> str:
@@ -185,7 +213,6 @@ class WordPieceTokenizer:
         self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id = (vocab[t] for t in SPECIAL_TOKENS)
         self.special_ids = frozenset((self.pad_id, self.unk_id, self.cls_id, self.sep_id, self.mask_id))
         self._max_piece = max(len(t) for t in vocab)
-        self._special_re = re.compile("(" + "|".join(re.escape(t) for t in SPECIAL_TOKENS) + ")")
         self._cache: dict[str, tuple[tuple[str, ...], tuple[int, ...]]] = {}
 
     # -- loading and saving
@@ -257,7 +284,7 @@ class WordPieceTokenizer:
     def _tokenize(self, text: str, want_tokens: bool) -> tuple[list[str], list[int]]:
         if not isinstance(text, str):
             raise ValueError(f"text must be a str, got {type(text).__name__}")
-        parts = self._special_re.split(text) if "[" in text else [text]
+        parts = _SPECIAL_RE.split(text) if "[" in text else [text]
         tokens: list[str] = []
         ids: list[int] = []
         for k, part in enumerate(parts):
@@ -353,20 +380,27 @@ class WordPieceTokenizer:
         return " ".join(toks).replace(" ##", "").strip()
 
 
+def pad_rows(rows: Sequence[Sequence[int]], value: int, width: int | None = None) -> torch.Tensor:
+    """Rows of different lengths as one [B, width] LongTensor, each row right-padded with
+    ``value`` (``width``: the longest row's length unless given). The one padder of the library:
+    token ids pad with ``[PAD]``, segment ids and masks with 0, labels with ``IGNORE_INDEX``."""
+    width = max((len(row) for row in rows), default=0) if width is None else width
+    out = torch.full((len(rows), width), value, dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, :len(row)] = torch.as_tensor(row, dtype=torch.long)
+    return out
+
+
 def pad_batch(input_ids: Sequence[Sequence[int]], token_type_ids: Sequence[Sequence[int]],
               pad_id: int) -> dict[str, torch.Tensor]:
     """Right-pad rows of token ids and segment ids into [B, T] LongTensors, with the
     ``attention_mask`` (1 = real token, 0 = padding) that keeps attention off the padding."""
-    width = max((len(row) for row in input_ids), default=0)
-    ids = torch.full((len(input_ids), width), pad_id, dtype=torch.long)
-    types = torch.zeros((len(input_ids), width), dtype=torch.long)
-    mask = torch.zeros((len(input_ids), width), dtype=torch.long)
-    for i, (row, segments) in enumerate(zip(input_ids, token_type_ids, strict=True)):
-        n = len(row)
-        ids[i, :n] = torch.tensor(row, dtype=torch.long)
-        types[i, :n] = torch.tensor(segments, dtype=torch.long)
-        mask[i, :n] = 1
-    return {"input_ids": ids, "token_type_ids": types, "attention_mask": mask}
+    lengths = [len(row) for row in input_ids]
+    if lengths != [len(row) for row in token_type_ids]:
+        raise ValueError("every row of token ids needs a row of segment ids of its length")
+    ids = pad_rows(input_ids, pad_id)
+    return {"input_ids": ids, "token_type_ids": pad_rows(token_type_ids, 0, ids.shape[1]),
+            "attention_mask": pad_rows([[1] * n for n in lengths], 0, ids.shape[1])}
 
 
 def checkpoint_tokenizer(folder: str | os.PathLike) -> WordPieceTokenizer:

@@ -21,10 +21,11 @@ from typing import Any
 
 import torch
 
-from mlm_lib.masking import IGNORE_INDEX, Corruption, mask_tokens, word_starts
 from mlm_lib.book.viz import text_table
+from mlm_lib.loss import IGNORE_INDEX
+from mlm_lib.masking import Corruption, mask_tokens, word_starts
 from mlm_lib.stats import proportion_interval
-from mlm_lib.tokenizer import WordPieceTokenizer
+from mlm_lib.tokenizer import WordPieceTokenizer, pad_rows
 
 GOOGLE_MAX_PREDICTIONS = 20  # create_pretraining_data.py's max_predictions_per_seq (for 128 tokens)
 
@@ -39,18 +40,10 @@ class Corrupted:
     attention_mask: torch.Tensor
 
 
-def pad_rows(rows: Sequence[Sequence[int]], width: int, value: int) -> torch.Tensor:
-    """Rows of different lengths as one [B, width] LongTensor, filled with ``value``."""
-    out = torch.full((len(rows), width), value, dtype=torch.long)
-    for i, row in enumerate(rows):
-        out[i, :len(row)] = torch.as_tensor(list(row), dtype=torch.long)
-    return out
-
-
 def _batch(sequences: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     width = max(len(s) for s in sequences)
-    ids = pad_rows(sequences, width, pad_id)
-    attention = pad_rows([[1] * len(s) for s in sequences], width, 0)
+    ids = pad_rows(sequences, pad_id, width)
+    attention = pad_rows([[1] * len(s) for s in sequences], 0, width)
     return ids, attention
 
 
@@ -129,8 +122,8 @@ def run_google(sequences: Sequence[Sequence[int]], tokenizer: WordPieceTokenizer
     rng = random.Random(seed)
     ids, attention = _batch(sequences, tokenizer.pad_id)
     outs = [google_masking(s, tokenizer, rng, **options) for s in sequences]
-    corrupted = pad_rows([c for c, _ in outs], ids.shape[1], tokenizer.pad_id)
-    labels = pad_rows([lab for _, lab in outs], ids.shape[1], IGNORE_INDEX)
+    corrupted = pad_rows([c for c, _ in outs], tokenizer.pad_id, ids.shape[1])
+    labels = pad_rows([lab for _, lab in outs], IGNORE_INDEX, ids.shape[1])
     return Corrupted(ids, corrupted, labels, attention)
 
 

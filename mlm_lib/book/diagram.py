@@ -49,9 +49,9 @@ def _arrow(x: float, y_from: float, y_to: float) -> str:
             f"marker-end='url(#ARROW)'/>")
 
 
-def _arrow_marker(marker_id: str) -> str:
-    """The arrowhead every drawing's lines end in, under an id of the drawing's own (two drawings
-    may share a page)."""
+def arrow_marker(marker_id: str) -> str:
+    """The arrowhead every drawing's lines end in (the book's other drawings too, so that all
+    arrows look alike), under an id of the drawing's own (two drawings may share a page)."""
     return (f"<defs><marker id='{marker_id}' viewBox='0 0 10 10' refX='9' refY='5' markerWidth='7' "
             f"markerHeight='7' orient='auto-start-reverse'><path d='M0,0 L10,5 L0,10 z' "
             f"fill='{TEXT_COLOR}'/></marker></defs>")
@@ -152,7 +152,7 @@ def bert_diagram(config: BertConfig, title: str, compare: BertConfig | None = No
                  f"{n['total']} parameters (counted from the config)</text>")
     # One arrowhead per drawing, under an id of its own: two drawings may share a page.
     arrow = f"arrow-{zlib.crc32(title.encode()):08x}"
-    marker = _arrow_marker(arrow)
+    marker = arrow_marker(arrow)
     label = escape(f"{title}: a diagram of BERT's layers with the sizes of its config")
     return (f"<svg xmlns='http://www.w3.org/2000/svg' role='img' aria-label='{label}' "
             f"viewBox='0 0 {WIDTH} {height + 26}' width='{WIDTH}'><title>{label}</title>{marker}"
@@ -201,7 +201,7 @@ def flow_diagram(stages: Sequence[Stage], title: str) -> str:
         if k:
             parts.append(_arrow(FLOW_WIDTH / 2, y, y - FLOW_GAP))
     arrow = f"arrow-{zlib.crc32(title.encode()):08x}"
-    marker = _arrow_marker(arrow)
+    marker = arrow_marker(arrow)
     label = escape(f"{title}: " + "; then ".join(f"{s.name}, shape {_shape(s.shape)}" for s in stages))
     return (f"<svg xmlns='http://www.w3.org/2000/svg' role='img' aria-label='{label}' "
             f"viewBox='0 0 {FLOW_WIDTH} {height}' width='{FLOW_WIDTH}' style='max-width: 100%; height: auto'>"
@@ -411,7 +411,7 @@ def nsp_diagram(own: tuple[str, Sequence[str]], other: tuple[str, Sequence[str]]
                          f"stroke='{TEXT_COLOR}' marker-end='url(#ARROW)'/>")
     height = y + BOX_H + 12
     arrow = f"arrow-nsp-{zlib.crc32((own[0] + other[0]).encode()):08x}"
-    marker = _arrow_marker(arrow)
+    marker = arrow_marker(arrow)
     label = escape(f"Next sentence prediction. A is '{a}'. If the coin keeps the chunk, B is the sentence "
                    f"that follows, '{own[1][1]}', labelled IsNext; otherwise B comes from '{other[0]}', "
                    f"'{other[1][0]}', labelled NotNext. The pair is read at [CLS]: " + ", then ".join(path))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from html import escape
 
-from mlm_lib.book.diagram import FAMILY, _arrow_marker
+from mlm_lib.book.diagram import FAMILY, arrow_marker
 from mlm_lib.book.viz import REFERENCE_COLOR, TEXT_COLOR, TRUE_TEXT_COLOR
 from mlm_lib.finetune import BertClassifier
 from mlm_lib.model import BertForPreTraining
@@ -71,7 +71,7 @@ def finetune_diagram(pretrained: BertForPreTraining, classifier: BertClassifier)
     n = part_sizes(pretrained, classifier)
     labels = classifier.num_labels
     h = pretrained.config.hidden_size
-    out = [_arrow_marker(MARKER),
+    out = [arrow_marker(MARKER),
            _text(LEFT_X + BOX_W / 2, 18, "the book's model, MLM only", 12.5, bold=True),
            _text(RIGHT_X + BOX_W / 2, 18, f"fine-tuned: which of {labels} labels?", 12.5, bold=True)]
     y_head, y_pool, y_enc = 36, 90, 144

@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mlm_lib.corpus import MIN_SENTENCES, _wikipedia_path, clean_wiki_text, split_sentences
-from mlm_lib.spans import _words_with_positions
+from mlm_lib.corpus import MIN_SENTENCES, clean_wiki_text, split_sentences, wikipedia_path
+from mlm_lib.tokenizer import word_spans
 
 ASSETS = Path(__file__).parent / "assets" / "tasks"
 TAGGING_FILES = {"train": ASSETS / "wiki_links.train.conll", "test": ASSETS / "wiki_links.test.conll"}
@@ -133,7 +133,7 @@ def excerpt_paragraphs() -> dict[str, tuple[LinkedParagraph, ...]]:
     """Every article of the excerpt that the corpus keeps: title -> its linked paragraphs."""
     from gensim.corpora.wikicorpus import extract_pages
     out = {}
-    with bz2.open(_wikipedia_path()) as f:
+    with bz2.open(wikipedia_path()) as f:
         for title, raw, _ in extract_pages(f):
             if raw.lstrip().upper().startswith("#REDIRECT"):
                 continue
@@ -153,7 +153,7 @@ def _sentences_with_links(p: LinkedParagraph) -> list[tuple[list[str], list[str]
         at = first + len(sentence)
         words, tags = [], []
         previous = None
-        for a, b in _words_with_positions(sentence):
+        for a, b in word_spans(sentence):
             link = next((k for k, l in enumerate(p.links)
                          if l.first < first + b and l.end > first + a), None)
             words.append(sentence[a:b])

@@ -9,10 +9,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from mlm_lib.config import BertConfig
 from mlm_lib.finetune import FinetuneConfig, evaluate_task, finetune
-from mlm_lib.masking import IGNORE_INDEX
-from mlm_lib.model import BertConfig, BertForPreTraining
-from mlm_lib.tasks import BertSpanHead, BertTokenClassifier, SpanSet, TaggedSet, best_spans
+from mlm_lib.loss import IGNORE_INDEX
+from mlm_lib.model import BertForPreTraining
+from mlm_lib.tasks import BertSpanHead, BertTokenClassifier, TaggedSet, best_spans, windows_for
 
 
 def tiny_config(vocab_size: int) -> BertConfig:
@@ -78,23 +79,9 @@ def test_tagged_set_rejects_bad_input():
 
 # ---------------------------------------------------------------- a span of segment B
 
-def test_span_batch_marks_b_and_the_answer_pieces(tok):
-    context = ["it", "flows", "into", "the", "unaffordable", "sea"]
-    data = SpanSet(["where does the [MASK] flow ?"], [context], [(4, 5)])
-    b = data.batch(tok, [0], max_length=32)
-    ids = b["input_ids"][0].tolist()
-    n_a = len(tok.encode_ids("where does the [MASK] flow ?")) + 2
-    assert b["token_type_ids"][0].tolist() == [0] * n_a + [1] * (len(ids) - n_a)
-    assert b["context_mask"][0].tolist() == [0] * n_a + [1] * (len(ids) - n_a - 1) + [0]
-    start, end = int(b["start_positions"][0]), int(b["end_positions"][0])
-    assert tok.decode(ids[start:end + 1]) == "unaffordable sea"
-    with pytest.raises(ValueError, match="max_length"):
-        data.batch(tok, [0], max_length=n_a + 3)
-
-
 def test_span_loss_is_a_softmax_over_b_positions(tok):
     model = BertSpanHead.from_scratch(tiny_config(tok.vocab_size), seed=0).eval()
-    data = SpanSet(["the [MASK] flows"], [["a", "river", "flows"]], [(1, 1)])
+    data = windows_for(tok, ["the [MASK] flows"], ["a river flows"], [(2, 7)], max_length=16, stride=8)
     b = data.batch(tok, [0], max_length=16)
     with torch.no_grad():
         start, end = model(b["input_ids"], b["token_type_ids"], b["attention_mask"], b["context_mask"])
@@ -113,31 +100,6 @@ def test_best_spans_keeps_start_before_end_and_within_the_longest_answer():
     assert (int(s), int(e)) == (1, 3)
     s, e = best_spans(start, end, max_pieces=2)
     assert (int(s), int(e)) in {(1, 1), (1, 2)} and int(s) <= int(e)
-
-
-def test_the_span_head_learns_to_point_at_the_answer(tok):
-    nouns = ["river", "town", "sea", "hill", "road", "wall"]
-    questions, contexts, answers = [], [], []
-    for i in range(36):
-        word = nouns[i % 6]
-        context = ["by", "the", nouns[(i + 1) % 6], "and", "the", word, "at", "night"]
-        questions.append(f"the {word} stands")
-        contexts.append(context)
-        answers.append((5, 5))
-    data = SpanSet(questions, contexts, answers)
-    model = BertSpanHead.from_scratch(tiny_config(tok.vocab_size), seed=0)
-    cfg = FinetuneConfig(epochs=10, batch_size=12, lr=1e-2, max_length=24, progress=False)
-    after = evaluate_task(finetune(model, tok, data, cfg).model, tok, data, max_length=24)
-    assert after["exact_match"] == 1.0
-
-
-def test_span_set_rejects_bad_input():
-    with pytest.raises(ValueError, match="not a span"):
-        SpanSet(["q"], [["a", "b"]], [(1, 2)])
-    with pytest.raises(ValueError, match="not a span"):
-        SpanSet(["q"], [["a", "b"]], [(1, 0)])
-    with pytest.raises(ValueError, match="one of each"):
-        SpanSet(["q", "r"], [["a"]], [(0, 0)])
 
 
 def test_the_heads_keep_the_pretrained_encoder(tok):

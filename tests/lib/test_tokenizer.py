@@ -23,7 +23,7 @@ from mlm_lib.corpus import load_lee, load_wikipedia
 from mlm_lib.files import sha256_file
 from mlm_lib.packaged import default_model_dir, default_tokenizer, default_vocab
 from mlm_lib.tokenizer import (BasicTokenizer, SPECIAL_TOKENS, WordPieceTokenizer,
-                               checkpoint_tokenizer)
+                               checkpoint_tokenizer, pad_rows, word_spans)
 from mlm_lib.wordpiece import train_wordpiece
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,6 +159,20 @@ def test_encode_batch_pads_and_masks(ours):
         ours.encode_batch(["a", "b c d"], padding=False)
     with pytest.raises(ValueError, match="list of texts"):
         ours.encode_batch("just one string")
+
+
+@pytest.mark.parametrize("text", ["The river-crossing, in Stagira.", "  a\u00a0b\u2003«c»  ", "$5^x`y",
+                                  "Héllo Wörld, naïve café!", ""])
+def test_word_spans_are_the_tokenizers_words_in_the_texts_characters(text):
+    words = BasicTokenizer(do_lower_case=False).tokenize(text)
+    assert [text[first:end] for first, end in word_spans(text)] == words
+    assert word_spans("a [MASK].") == [(0, 1), (2, 8), (8, 9)]  # a literal special token stays whole
+
+
+def test_pad_rows_pads_right_to_the_longest_row_or_a_given_width():
+    assert pad_rows([[1, 2, 3], [4]], -100).tolist() == [[1, 2, 3], [4, -100, -100]]
+    assert pad_rows([[1]], 0, width=3).tolist() == [[1, 0, 0]]
+    assert pad_rows([], 0).shape == (0, 0)
 
 
 def test_vocab_round_trip(ours, tmp_path):
