@@ -22,8 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
+from mlm_lib.config import BertConfig  # noqa: E402
 from mlm_lib.device import autocast, make_grad_scaler  # noqa: E402
-from mlm_lib.model import BertConfig, BertForPreTraining  # noqa: E402
+from mlm_lib.model import BertForPreTraining  # noqa: E402
 from mlm_lib.optim import build_optimizer  # noqa: E402
 
 # Dense bf16 tensor-core peaks (TFLOP/s, no sparsity) from the vendors' data sheets.

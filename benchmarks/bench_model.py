@@ -65,8 +65,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch  # noqa: E402
 
 from mlm_lib.hf import load_hf_bert  # noqa: E402
-from mlm_lib.loss import mlm_loss, nsp_loss  # noqa: E402
-from mlm_lib.masking import IGNORE_INDEX  # noqa: E402
+from mlm_lib.loss import IGNORE_INDEX, mlm_loss, nsp_loss  # noqa: E402
 
 B, T, V = 16, 128, 30522
 SIZES = dict(vocab_size=V, hidden_size=256, num_hidden_layers=4, num_attention_heads=4,

@@ -27,11 +27,12 @@ import torch.distributed as dist
 from mlm_lib.baselines import fit_baselines
 from mlm_lib.batches import masked_batches
 from mlm_lib.checkpoint import MANIFEST, latest_checkpoint, load_checkpoint, save_checkpoint
+from mlm_lib.config import BertConfig
 from mlm_lib.device import init_distributed, resolve_device
 from mlm_lib.inference import fill_mask, load_model
 from mlm_lib.init import build_model
 from mlm_lib.masking import BERT_CORRUPTION, Corruption
-from mlm_lib.model import BertConfig, BertForPreTraining
+from mlm_lib.model import BertForPreTraining
 from mlm_lib.packaged import RECIPES, default_model_dir, default_vocab, recipe
 from mlm_lib.pretraining import prepare_data
 from mlm_lib.tokenizer import WordPieceTokenizer, checkpoint_tokenizer

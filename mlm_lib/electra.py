@@ -28,10 +28,10 @@ from torch import nn
 
 from collections.abc import Iterable, Sequence
 
+from mlm_lib.config import BertConfig
 from mlm_lib.loop import Batch, Sums
-from mlm_lib.loss import mlm_loss
-from mlm_lib.masking import IGNORE_INDEX
-from mlm_lib.model import BertConfig, BertForPreTraining, BertModel
+from mlm_lib.loss import IGNORE_INDEX, mlm_loss
+from mlm_lib.model import BertForPreTraining, BertModel
 from mlm_lib.weights import init_bert_weights
 
 # lambda, the weight of L_Disc in the combined loss: google-research/electra's default

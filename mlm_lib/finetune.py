@@ -25,8 +25,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mlm_lib.config import BertConfig
 from mlm_lib.loop import Batch, History, LoopState, Sums, evaluate, train_loop
-from mlm_lib.model import BertConfig, BertForPreTraining, BertModel
+from mlm_lib.model import BertForPreTraining, BertModel
 from mlm_lib.optim import WarmupLinearSchedule, build_optimizer
 from mlm_lib.weights import init_bert_weights
 

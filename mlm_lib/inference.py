@@ -15,8 +15,9 @@ from typing import Any
 import torch
 
 from mlm_lib.checkpoint import load_checkpoint
+from mlm_lib.config import BertConfig
 from mlm_lib.loss import target_log_probs
-from mlm_lib.model import BertConfig, BertForPreTraining
+from mlm_lib.model import BertForPreTraining
 
 # Keeps the renormalisation of whole-word probabilities from dividing by zero when every whole
 # word got probability 0 (an underflow): far below any real probability, yet still a normal

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 import torch
 
 from mlm_lib.checkpoint import load_checkpoint
-from mlm_lib.model import BertConfig, BertForPreTraining
+from mlm_lib.config import BertConfig
+from mlm_lib.model import BertForPreTraining
 from mlm_lib.pretraining import PretrainingExample
 
 POSITIONS_KEY = "bert.embeddings.position_embeddings.weight"

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from torch.autograd.function import once_differentiable
 
-from mlm_lib.masking import IGNORE_INDEX  # the label of a position outside M (-100, as in PyTorch)
+IGNORE_INDEX = -100  # the label of a position outside M: the value PyTorch's cross-entropy skips
 
 
 def log_probs(logits: torch.Tensor) -> torch.Tensor:

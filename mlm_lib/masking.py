@@ -27,7 +27,7 @@ from typing import Iterable
 
 import torch
 
-IGNORE_INDEX = -100  # label outside M, the value PyTorch's cross-entropy skips
+from mlm_lib.loss import IGNORE_INDEX  # the label of a position outside M
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,14 @@ from mlm_lib.baselines import CountBaselines
 from mlm_lib.batches import BatchStream, make_batch, masked_batches
 from mlm_lib.checkpoint import (CheckpointError, latest_checkpoint, load_checkpoint, restore_rng,
                                 save_checkpoint, step_folder, step_folders)
+from mlm_lib.config import BertConfig
 from mlm_lib.device import DistInfo, autocast, make_grad_scaler, resolve_device, unwrap
 from mlm_lib.init import POSITION_INITS, init_unigram_bias
 from mlm_lib.loop import (Batch, History, LoopState, Objective, Sums, TrainingDiverged, evaluate,
                           train_loop)
 from mlm_lib.loss import nsp_class, nsp_loss
 from mlm_lib.masking import BERT_CORRUPTION, EVAL_CORRUPTION, Corruption
-from mlm_lib.model import BertConfig, BertForPreTraining
+from mlm_lib.model import BertForPreTraining
 from mlm_lib.optim import WarmupLinearSchedule, build_optimizer
 from mlm_lib.pretraining import PretrainingExample
 

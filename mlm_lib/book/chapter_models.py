@@ -24,9 +24,10 @@ import torch
 
 from mlm_lib.book.book_model import ASSETS
 from mlm_lib.checkpoint import load_checkpoint, save_checkpoint
+from mlm_lib.config import BertConfig
 from mlm_lib.finetune import BertClassifier
 from mlm_lib.inference import load_model
-from mlm_lib.model import BertConfig, BertForPreTraining, BertModel
+from mlm_lib.model import BertForPreTraining, BertModel
 
 # Where chapters save their models: the package's assets, or the folder the environment names.
 CHAPTER_MODELS_ENV = "MLM_BOOK_CHAPTER_MODELS"

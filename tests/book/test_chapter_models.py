@@ -7,8 +7,9 @@ import torch
 
 from mlm_lib.book import chapter_models
 from mlm_lib.book.chapter_models import CHAPTER_MODEL_NAMES, load_chapter_model, save_chapter_model
+from mlm_lib.config import BertConfig
 from mlm_lib.finetune import BertClassifier
-from mlm_lib.model import BertConfig, BertForPreTraining
+from mlm_lib.model import BertForPreTraining
 from mlm_lib.numerics import max_diff
 
 CONFIG = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,

@@ -11,7 +11,8 @@ import torch
 from mlm_lib.book.collators import (GOOGLE_MAX_PREDICTIONS, Corrupted, count, google_masking,
                                     piece_words, run_collator, run_google, run_mask_tokens,
                                     spaced_words, special_draws, words_cut)
-from mlm_lib.masking import BERT_CORRUPTION, IGNORE_INDEX, WHOLE_WORD_CORRUPTION, Corruption
+from mlm_lib.loss import IGNORE_INDEX
+from mlm_lib.masking import BERT_CORRUPTION, WHOLE_WORD_CORRUPTION, Corruption
 from mlm_lib.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
 
 PIECES = ["the", "cat", "sat", "on", "mat", "photo", "##syn", "##thesis", "un", "##happy", ",", "."]

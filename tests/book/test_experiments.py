@@ -9,8 +9,9 @@ from mlm_lib.batches import masked_batches
 from mlm_lib.book.chapter_runs import score, train_micro
 from mlm_lib.book.experiments import EXPERIMENTS, Experiment
 from mlm_lib.book.results import TOLERANCE
+from mlm_lib.config import BertConfig
 from mlm_lib.masking import Corruption
-from mlm_lib.model import BertConfig, BertForPreTraining
+from mlm_lib.model import BertForPreTraining
 from mlm_lib.pretraining import PreparedData
 from toy_data import toy_data
 

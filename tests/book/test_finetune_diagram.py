@@ -5,8 +5,9 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from mlm_lib.book.finetune_diagram import finetune_diagram, part_sizes
+from mlm_lib.config import BertConfig
 from mlm_lib.finetune import BertClassifier
-from mlm_lib.model import BertConfig, BertForPreTraining
+from mlm_lib.model import BertForPreTraining
 
 SVG = "{http://www.w3.org/2000/svg}"
 CONFIG = BertConfig(vocab_size=100, hidden_size=40, num_hidden_layers=1, num_attention_heads=2,

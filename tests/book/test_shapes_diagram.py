@@ -6,7 +6,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from mlm_lib.book.shapes_diagram import shapes_diagram
-from mlm_lib.model import BertConfig
+from mlm_lib.config import BertConfig
 
 CONFIG = BertConfig(vocab_size=100, hidden_size=40, num_hidden_layers=1, num_attention_heads=2,
                     intermediate_size=64, max_position_embeddings=32)

@@ -7,8 +7,9 @@ import torch
 
 from mlm_lib.causal import (generate_by_refilling, generate_left_to_right, next_token_objective,
                            token_windows, train_next_token)
+from mlm_lib.config import BertConfig
 from mlm_lib.loss import mlm_loss_sum
-from mlm_lib.model import BertConfig, BertForPreTraining, attention_bias, check_model_fits
+from mlm_lib.model import BertForPreTraining, attention_bias, check_model_fits
 from mlm_lib.numerics import assert_same_function
 from mlm_lib.pretraining import PreparedData
 from toy_data import toy_data

@@ -10,12 +10,12 @@ import math
 import pytest
 import torch
 
+from mlm_lib.config import BertConfig
 from mlm_lib.electra import (DISC_WEIGHT, Electra, ElectraDiscriminator, UnigramGenerator, corrupt,
                              discriminator_loss, discriminator_loss_sum, original_tokens, roc_auc,
                              sample_replacements)
-from mlm_lib.loss import mlm_loss
-from mlm_lib.masking import IGNORE_INDEX
-from mlm_lib.model import BertConfig, BertForPreTraining
+from mlm_lib.loss import IGNORE_INDEX, mlm_loss
+from mlm_lib.model import BertForPreTraining
 from mlm_lib.optim import build_optimizer
 
 VOCAB, MASK = 24, 3  # ids 0-3 are special ([PAD], [CLS], [SEP], [MASK]) in these toys

@@ -81,7 +81,8 @@ def test_a_checkpoint_read_raises_the_read_event(tmp_path):
     code = f"""
 import sys, torch
 from mlm_lib.checkpoint import load_checkpoint, save_checkpoint
-from mlm_lib.model import BertConfig, BertForPreTraining
+from mlm_lib.config import BertConfig
+from mlm_lib.model import BertForPreTraining
 seen = []
 sys.addaudithook(lambda event, args: seen.append(args[0]) if event == {READ_EVENT!r} else None)
 model = BertForPreTraining(BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1,

@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from mlm_lib.config import BertConfig
 from mlm_lib.finetune import (BertClassifier, FinetuneConfig, LabelledSet, evaluate_task,
                               finetune, head_parameters, predict)
-from mlm_lib.model import BertConfig, BertForPreTraining
+from mlm_lib.model import BertForPreTraining
 from toy_articles import toy_task
 
 

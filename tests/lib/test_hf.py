@@ -18,8 +18,7 @@ import transformers  # noqa: E402
 from safetensors.torch import load_file  # noqa: E402
 
 from mlm_lib.hf import load_hf_bert, save_hf_bert  # noqa: E402
-from mlm_lib.loss import mlm_loss, nsp_loss  # noqa: E402
-from mlm_lib.masking import IGNORE_INDEX  # noqa: E402
+from mlm_lib.loss import IGNORE_INDEX, mlm_loss, nsp_loss  # noqa: E402
 from mlm_lib.model import BertForPreTraining, BertModel  # noqa: E402
 from mlm_lib.numerics import assert_same_function, max_diff  # noqa: E402
 from padded import padded_batch as make_padded_batch  # noqa: E402

@@ -11,9 +11,9 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 import transformers  # noqa: E402
 
+from mlm_lib.config import BertConfig  # noqa: E402
 from mlm_lib.finetune import BertClassifier  # noqa: E402
 from mlm_lib.hf_tasks import hf_task_state_dict, save_hf_task_model  # noqa: E402
-from mlm_lib.model import BertConfig  # noqa: E402
 from mlm_lib.numerics import assert_same_function  # noqa: E402
 from mlm_lib.tasks import BertSpanHead, BertTokenClassifier  # noqa: E402
 from padded import padded_batch as make_padded_batch  # noqa: E402

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from mlm_lib.checkpoint import save_checkpoint
+from mlm_lib.config import BertConfig
 from mlm_lib.inference import attention_probs, fill_mask, hidden_states, load_model, sentence_loss
-from mlm_lib.model import BertConfig, BertForPreTraining
+from mlm_lib.model import BertForPreTraining
 
 
 @pytest.fixture(scope="module")

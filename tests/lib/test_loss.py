@@ -8,9 +8,8 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlm_lib.loss import (log_probs, masked_nll, mlm_loss, mlm_loss_sum, nsp_class, nsp_loss,
-                          target_log_probs)
-from mlm_lib.masking import IGNORE_INDEX
+from mlm_lib.loss import (IGNORE_INDEX, log_probs, masked_nll, mlm_loss, mlm_loss_sum, nsp_class,
+                          nsp_loss, target_log_probs)
 from mlm_lib.numerics import assert_same_function, tolerance
 
 

@@ -11,8 +11,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlm_lib.masking import (BERT_CORRUPTION, EVAL_CORRUPTION, GOOGLE_CORRUPTION, IGNORE_INDEX,
-                             SPANBERT_CORRUPTION,
+from mlm_lib.loss import IGNORE_INDEX
+from mlm_lib.masking import (BERT_CORRUPTION, EVAL_CORRUPTION, GOOGLE_CORRUPTION, SPANBERT_CORRUPTION,
                              Corruption, mask_tokens, word_starts)
 
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4

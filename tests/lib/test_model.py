@@ -4,10 +4,10 @@ the training path against the plain one, padding, initialisation, and the device
 import pytest
 import torch
 
+from mlm_lib.config import BertConfig
 from mlm_lib.device import autocast, make_grad_scaler, pick_device
-from mlm_lib.loss import mlm_loss, mlm_loss_sum, target_log_probs
-from mlm_lib.masking import IGNORE_INDEX
-from mlm_lib.model import BertConfig, BertForPreTraining, BertModel, attention_bias
+from mlm_lib.loss import IGNORE_INDEX, mlm_loss, mlm_loss_sum, target_log_probs
+from mlm_lib.model import BertForPreTraining, BertModel, attention_bias
 from mlm_lib.numerics import assert_same_function
 from mlm_lib.sizes import count_parameters, parameter_counts
 from padded import padded_batch

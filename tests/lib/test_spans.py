@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from mlm_lib.loss import IGNORE_INDEX
 from mlm_lib.metrics import (bio_entities, entity_scores, exact_match, normalize_answer,
                              squad_f1)
-from mlm_lib.masking import IGNORE_INDEX
 from mlm_lib.spans import (align_labels, char_span_to_pieces, encode_offsets,
                            encode_words, nbest_answers, question_windows, word_predictions)
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from mlm_lib.config import BertConfig
 from mlm_lib.finetune import FinetuneConfig, finetune
-from mlm_lib.model import BertConfig
 from mlm_lib.tasks import (BertSpanHead, BertTokenClassifier, TaggedSet, predict_answers,
                            predict_tags, squad_scores, tagging_scores, windows_for)
 

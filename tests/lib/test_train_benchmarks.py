@@ -25,7 +25,7 @@ def test_bench_gpu_runs_tiny_on_cpu(capsys):
 
 
 def test_flops_per_token_counts_bert_base():
-    from mlm_lib.model import BertConfig
+    from mlm_lib.config import BertConfig
 
     bench = _load("bench_gpu")
     cfg = BertConfig.preset("base")
