@@ -69,6 +69,25 @@ def test_the_guide_names_what_each_chapter_prints():
     assert core - said == set(), f"chapters print these, and CONTRIBUTING.md's table does not say so: {sorted(core - said)}"
 
 
+def modules_in_table(guide: str) -> set[str]:
+    """The module names of the first column of the guide's library table (``| `a`, `b` | ...``)."""
+    table = guide.split("| module | what | chapters print |", 1)[1].split("\n\n", 1)[0]
+    return {name for row in table.splitlines()[2:] for name in re.findall(r"`(\w+)`", row.split("|")[1])}
+
+
+def test_the_guide_names_every_library_module():
+    """The table is the library's one list of modules (``mlm_lib/__init__.py`` points to it)."""
+    modules = {p.stem for p in (ROOT / "mlm_lib").glob("*.py")} - {"__init__", "__main__"}
+    named = modules_in_table(GUIDE.read_text(encoding="utf-8"))
+    assert named == modules, (f"CONTRIBUTING.md's library table lacks {sorted(modules - named)} "
+                              f"and names {sorted(named - modules)}, which the library does not have")
+
+
+def test_the_module_column_is_read_as_written():
+    guide = "| module | what | chapters print |\n|---|---|---|\n| `a`, `b` | `c` | `d` (1) |\n\nafter `e`\n"
+    assert modules_in_table(guide) == {"a", "b"}
+
+
 # Printed by chapters, but defined in mlm_lib.book (the guide's table is of the library's modules).
 BOOK_ONLY = {"`train_micro`", "`frozen_classifier`", "`layer_forward`"}
 
