@@ -7,10 +7,14 @@ The library's tests keep to the library too: no file of tests/lib, nor tests/con
 helper module they import from the tests' ``pythonpath`` (``toy_data``, ``padded``, ...), imports
 ``mlm_lib.book``, anywhere in it (inside a function included). A test of the book's machinery
 belongs in tests/book; the install and package-data tests (the network, the book's assets) in
-tests/install."""
+tests/install.
+
+One home per name: a name many files use (``BertConfig``, ``IGNORE_INDEX``) is defined once and
+imported from that module only, and no module imports another's private (``_``) name."""
 
 from __future__ import annotations
 
+import ast
 import tomllib
 from pathlib import Path
 
@@ -190,3 +194,97 @@ def test_the_tests_check_catches_planted_book_imports(tmp_path):
         "planted_helper.py": {"mlm_lib.book.recall"}}
     # ``from mlm_lib import book`` names the package too
     assert files_importing_book([tests / "unused_helper.py"], tests) == {"unused_helper.py": {"mlm_lib.book"}}
+
+
+# ---------------------------------------------------------------- one home per name
+
+# A name the repository's code uses in many places, and the one module that defines it: every
+# import takes it from there (the chapters keep the imports they were written with).
+HOMES = {"BertConfig": "mlm_lib.config", "IGNORE_INDEX": "mlm_lib.loss"}
+CODE = [ROOT / folder for folder in ("mlm_lib", "tests", "scripts", "benchmarks")]
+
+
+def code_files(folders: list[Path]) -> dict[Path, str]:
+    """Every Python file of ``folders`` -> its module name (relative imports resolve against
+    it; empty outside the package)."""
+    modules = {path: name for name, path in library_modules().items()}
+    return {path: modules.get(path, "") for folder in folders for path in sorted(folder.rglob("*.py"))}
+
+
+def misplaced_imports(source: str, module: str = "") -> set[str]:
+    """``module.name`` for each name of ``HOMES`` that ``source`` imports from a library module
+    other than the name's home, anywhere in it."""
+    out = set()
+    for dotted in imported_names(source, module):
+        origin, _, name = dotted.rpartition(".")
+        if origin.startswith("mlm_lib") and name in HOMES and origin != HOMES[name]:
+            out.add(dotted)
+    return out
+
+
+def private_imports(source: str, module: str) -> set[str]:
+    """``other.name`` for each name starting with ``_`` that ``source`` (the text of ``module``)
+    imports from another ``mlm_lib`` module: a private name stays in its module, and a name
+    another module needs is public, with a docstring that says why."""
+    out = set()
+    for dotted in imported_names(source, module):
+        origin, _, name = dotted.rpartition(".")
+        dunder = name.startswith("__") and name.endswith("__")
+        if origin.startswith("mlm_lib") and origin != module and name.startswith("_") and not dunder:
+            out.add(dotted)
+    return out
+
+
+def definers(name: str, sources: dict[str, str]) -> list[str]:
+    """The modules (of ``sources``: module -> text) that define ``name`` at their top level: by
+    an assignment, a ``def`` or a ``class``."""
+    out = []
+    for module, source in sorted(sources.items()):
+        for node in ast.parse(source).body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined = {node.name}
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                defined = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            else:
+                continue
+            if name in defined:
+                out.append(module)
+                break
+    return out
+
+
+def test_each_shared_name_is_imported_from_its_home():
+    offenders = {path.relative_to(ROOT).as_posix(): found for path, module in code_files(CODE).items()
+                 if (found := misplaced_imports(path.read_text(encoding="utf-8"), module))}
+    assert not offenders, f"import these from their home ({HOMES}): {offenders}"
+
+
+def test_no_private_name_crosses_a_module():
+    offenders = {name: found for name, path in library_modules().items()
+                 if (found := private_imports(path.read_text(encoding="utf-8"), name))}
+    assert not offenders, f"private names imported from another module (make them public): {offenders}"
+
+
+@pytest.mark.parametrize("name", sorted(HOMES))
+def test_each_shared_name_is_defined_once_in_its_home(name):
+    sources = {module: path.read_text(encoding="utf-8") for module, path in library_modules().items()}
+    assert definers(name, sources) == [HOMES[name]]
+
+
+def test_the_home_checks_catch_planted_cases():
+    planted = ("from mlm_lib.model import BertConfig, BertModel\nfrom mlm_lib.config import BertConfig\n"
+               "from transformers import BertConfig\ndef f():\n    from mlm_lib.masking import IGNORE_INDEX\n")
+    assert misplaced_imports(planted) == {"mlm_lib.model.BertConfig", "mlm_lib.masking.IGNORE_INDEX"}
+    assert misplaced_imports("from .model import BertConfig\n", "mlm_lib.train") == {"mlm_lib.model.BertConfig"}
+    twice = {"mlm_lib.loss": "IGNORE_INDEX = -100\n", "mlm_lib.masking": "IGNORE_INDEX: int = -100\n",
+             "mlm_lib.spans": "from mlm_lib.loss import IGNORE_INDEX\n", "mlm_lib.x": "def IGNORE_INDEX(): ...\n"}
+    assert definers("IGNORE_INDEX", twice) == ["mlm_lib.loss", "mlm_lib.masking", "mlm_lib.x"]
+
+
+def test_the_private_check_catches_planted_imports():
+    planted = ("from mlm_lib.spans import _words_with_positions\nimport mlm_lib.__main__\n"
+               "from mlm_lib.tokenizer import _SPECIAL_RE, word_spans\nfrom mlm_lib import __version__\n"
+               "def f():\n    from .diagram import _arrow_marker\n")
+    assert private_imports(planted, "mlm_lib.book.wiki_links") == {
+        "mlm_lib.spans._words_with_positions", "mlm_lib.tokenizer._SPECIAL_RE", "mlm_lib.book.diagram._arrow_marker"}
