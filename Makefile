@@ -161,7 +161,9 @@ test-site: book test-browser
 screenshots: browser
 	$(BIN)/pytest tests/site/screenshots.py -q -p no:cacheprovider
 
-# Every stage runs (a failure does not hide the others) and its time is printed at the end. Set-up
+# Every stage runs (a failure does not hide the others) and its time is printed at the end, then
+# what this machine does per second (benchmarks/machine_profile.py), so that two machines' times
+# can be compared kind of work by kind of work. Set-up
 # runs its independent parts at once (pip, npm ci, chromium from apt: mostly downloads).
 test:
 	@scripts/stages.sh "set-up" $(MAKE) --no-print-directory -j 3 setup browser \
@@ -169,7 +171,8 @@ test:
 	scripts/stages.sh "browser test" $(MAKE) --no-print-directory test-browser; \
 	scripts/stages.sh "library and book tests" $(MAKE) --no-print-directory test-python; \
 	scripts/stages.sh "notebooks" $(MAKE) --no-print-directory test-notebooks; \
-	scripts/stages.sh --summary
+	scripts/stages.sh --summary; status=$$?; \
+	$(PY) benchmarks/machine_profile.py || true; exit $$status
 
 lab: setup
 	$(BIN)/jupyter lab notebooks
