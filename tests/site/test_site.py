@@ -6,7 +6,8 @@ model-control checks in ``test_site_live.py`` and ``test_site_model.py``), and t
 page run on it one by one, each its own test: formulas typeset (no raw TeX left), ipywidgets drawn, no broken internal
 link, alt text on every image, axe-core's WCAG 2.1 A and AA rules, every recall widget opens from
 the keyboard and on a click and shows its answer, every exercise solution stays folded until
-clicked, no sideways overflow at a phone's width, and, last, no console error and no failed or off-machine
+clicked, no sideways overflow at a phone's width, formulas, model controls and printed output
+that fit their boxes at desktop and phone widths, and, last, no console error and no failed or off-machine
 request during the whole visit. (Screenshots of every page: ``screenshots.py``, ``make
 screenshots``.) axe comes from npm (``node_modules/axe-core``), for this test only.
 
@@ -275,6 +276,113 @@ def test_fits_a_phone(visit):
     finally:
         page.set_viewport_size(DESKTOP)
     assert overflow <= 1, f"{visit.rel}: the page is {overflow}px wider than a phone screen"
+
+
+# What is wider than the box that shows it (fit-column.js and bert-live.css make everything fit):
+# display formulas wider than their box, the book's model controls (bert-live.js) wider than their
+# panel, and the boxes of printed output that scroll sideways. Only what a reader sees counts (the
+# check opens every folded part first: a solution, a hidden cell).
+TOO_WIDE_JS = r"""
+() => {
+  const name = e => (e.textContent || '').replace(/\s+/g, ' ').trim().slice(0, 60);
+  const seen = e => e.clientWidth > 0 && e.checkVisibility();
+  const formulas = Array.from(document.querySelectorAll('mjx-container[display="true"]'))
+    .filter(c => seen(c) && c.querySelector('mjx-math'))
+    .filter(c => c.querySelector('mjx-math').getBoundingClientRect().width > c.clientWidth + 1)
+    .map(c => `${Math.round(c.querySelector('mjx-math').getBoundingClientRect().width)}px in ` +
+              `${c.clientWidth}px: ${name(c.querySelector('mjx-assistive-mml') || c)}`);
+  const controls = [];
+  for (const panel of document.querySelectorAll('.bert-live[data-kind]')) {
+    if (!seen(panel)) continue;
+    const box = panel.getBoundingClientRect();
+    if (panel.scrollWidth > panel.clientWidth + 1)
+      controls.push(`${panel.dataset.kind}: ${panel.scrollWidth}px in a ${panel.clientWidth}px panel`);
+    for (const c of panel.querySelectorAll('input, select, button, label, textarea')) {
+      const r = c.getBoundingClientRect();
+      if (r.width && (r.right > box.right + 1 || r.left < box.left - 1))
+        controls.push(`${panel.dataset.kind}: ${c.tagName.toLowerCase()} ${name(c) || c.type} ` +
+                      `reaches ${Math.round(r.right - box.left)}px of a ${Math.round(box.width)}px panel`);
+    }
+  }
+  const scrolling = Array.from(document.querySelectorAll('.cell_output *'))
+    .filter(e => e instanceof HTMLElement && !e.matches('input, select, textarea') && seen(e)
+                 && getComputedStyle(e).overflowX !== 'visible' && e.scrollWidth > e.clientWidth + 1)
+    .map(e => `${e.scrollWidth}px in ${e.clientWidth}px: ${name(e)}`);
+  return {formulas, controls, scrolling};
+}
+"""
+# At most this many boxes of printed output per page scroll sideways at desktop width: a table
+# wider than the column even at the smallest readable size keeps its columns aligned and scrolls.
+# Chapter 7 prints two such tables (125 and 102 characters wide).
+MOST_SCROLLING_AT_DESKTOP = 1
+MORE_SCROLLING_AT_DESKTOP = {"notebooks/07_inside_bert.html": 2}
+# Display formulas written on one line too long for the column even at 70% of their size: they
+# scroll there. Page -> how many, at desktop width and at a phone's; a formula written on several
+# lines (aligned, gathered) fits, and its page leaves this list.
+SCROLLING_FORMULAS = {
+    "notebooks/00_how_to_read.html": (0, 1), "notebooks/01_words_and_symbols.html": (0, 1),
+    "notebooks/03_the_log.html": (0, 1), "notebooks/04_the_minus_sign.html": (0, 2),
+    "notebooks/06_corrupting_the_input.html": (0, 1), "notebooks/07_inside_bert.html": (0, 2),
+    "notebooks/08_both_directions.html": (0, 1), "notebooks/09_wordpiece.html": (0, 1),
+    "notebooks/10_pretraining.html": (0, 1), "notebooks/11_next_sentence_prediction.html": (1, 1),
+    "notebooks/12_fine_tuning.html": (0, 1), "notebooks/15_after_mlm.html": (0, 1),
+}
+
+
+def _too_wide(page: Page) -> dict[str, list[str]]:
+    """What does not fit, once the page has laid out again at its present width."""
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    page.wait_for_timeout(300)
+    return page.evaluate(TOO_WIDE_JS)
+
+
+def test_everything_fits_its_box(visit):
+    """At desktop width and at a phone's: every display formula fits its box (but those of
+    SCROLLING_FORMULAS), every model control its panel, and at desktop width at most
+    MOST_SCROLLING_AT_DESKTOP output box scrolls sideways."""
+    page, rel = visit.page, visit.rel
+    page.evaluate("() => document.querySelectorAll('details:not([open])').forEach(d => {"
+                  " d.dataset.openedToMeasure = ''; d.open = true; })")
+    try:
+        desktop = _too_wide(page)
+        page.set_viewport_size(PHONE)
+        phone = _too_wide(page)
+    finally:
+        page.evaluate("() => document.querySelectorAll('details[data-opened-to-measure]').forEach(d => {"
+                      " delete d.dataset.openedToMeasure; d.open = false; })")
+        page.set_viewport_size(DESKTOP)
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        page.wait_for_timeout(300)
+    problems = []
+    allowed_formulas = SCROLLING_FORMULAS.get(rel, (0, 0))
+    for width, found, allowed in zip(("desktop", "phone"), (desktop, phone), allowed_formulas):
+        if len(found["formulas"]) > allowed:
+            problems += [f"{width}: formula {f}" for f in found["formulas"]]
+        problems += [f"{width}: control {c}" for c in found["controls"]]
+    if len(desktop["scrolling"]) > MORE_SCROLLING_AT_DESKTOP.get(rel, MOST_SCROLLING_AT_DESKTOP):
+        problems += [f"desktop: output box scrolls, {b}" for b in desktop["scrolling"]]
+    assert not problems, f"{rel}: wider than its box:\n  " + "\n  ".join(problems)
+
+
+def test_the_width_check_sees_planted_cases(browser):
+    """The check above, on a page made to fail: a formula wider than its box, a control wider than
+    its panel, two output boxes that scroll sideways."""
+    page = browser.new_page(viewport=DESKTOP)
+    try:
+        page.set_content(
+            "<div style='width: 200px'>"
+            "<mjx-container display='true' style='display: block; overflow: auto'>"
+            "<mjx-math style='display: inline-block; width: 400px'>x</mjx-math></mjx-container>"
+            "<div class='bert-live' data-kind='planted' style='overflow: hidden'>"
+            "<select><option>a choice far longer than the panel it sits in, by design</option></select></div>"
+            "<div class='cell_output'>" + ("<pre style='overflow: auto'>" + "wide " * 100 + "</pre>") * 2
+            + "</div></div>")
+        found = _too_wide(page)
+        assert len(found["formulas"]) == 1, found
+        assert found["controls"] and all(c.startswith("planted") for c in found["controls"]), found
+        assert len(found["scrolling"]) == 2, found
+    finally:
+        page.close()
 
 
 # Elements of the article that stay on screen while it scrolls (fixed or sticky), and, at points
