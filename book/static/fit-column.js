@@ -47,9 +47,12 @@
   }
 
   // Each printed line in a span of its own (its newline kept, so nothing changes until it wraps),
-  // with the hanging indent of that line.
+  // with the hanging indent of that line. Only plain text is split: Pygments starts every output
+  // with an empty span, but text it styled (ANSI colours) keeps its spans and wraps unindented.
   function splitLines(pre) {
-    if (pre.querySelector(".fit-line") || pre.children.length) return;  // done, or styled (ANSI colours)
+    if (pre.querySelector(".fit-line")) return;  // done at another width
+    var styled = Array.prototype.some.call(pre.querySelectorAll("*"), function (e) { return e.textContent; });
+    if (styled) return;
     var lines = pre.textContent.replace(/\n$/, "").split("\n");
     pre.textContent = "";
     lines.forEach(function (line) {
