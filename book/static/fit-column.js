@@ -12,7 +12,8 @@
 //  - anything else (lines of results, lists, sentences) wraps at its own size.
 // A wrapped line continues indented under its own start (a hanging indent), so the reader sees
 // where each printed line begins. Everything is measured again when its box changes width (a
-// resized window, a folded solution opened).
+// resized window, a folded solution opened) and when fonts finish loading (MathJax's and the
+// monospace font arrive after the first fit and change how wide the same text is).
 (function () {
   "use strict";
   var SMALLEST_FORMULA = 0.7;   // of a formula's size: smaller is hard to read
@@ -21,6 +22,7 @@
   var TABLE_RULE = /^[ \t]*-{3,}(?:[ \t]+-{2,})+[ \t]*$/m;
   var CODE_START = /^\s*(?:@\w|(?:async\s+)?def\s|class\s)/;
   var widths = new WeakMap();   // the width each box was last fitted at
+  var watched = [];             // [box, fit] of every box fitted
 
   function changed(box) {
     var w = box.clientWidth;
@@ -93,8 +95,14 @@
   }) : null;
 
   function watch(box, fit) {
+    watched.push([box, fit]);
     if (observer) observer.observe(box);  // also reports the first size
     else fit(box);
+  }
+
+  function refitAll() {
+    widths = new WeakMap();
+    watched.forEach(function (w) { w[1](w[0]); });
   }
 
   function start() {
@@ -104,6 +112,10 @@
     typeset.then(function () {
       document.querySelectorAll('mjx-container[display="true"]').forEach(function (c) { watch(c, fitFormula); });
     });
+    if (document.fonts) {
+      document.fonts.addEventListener("loadingdone", refitAll);
+      document.fonts.ready.then(refitAll);
+    }
   }
 
   // MathJax (a deferred script) has set up its startup promise by the time the page has loaded.
