@@ -33,6 +33,7 @@ import ast
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable
@@ -312,11 +313,44 @@ def stale_chapters(paths: list[Path] | None = None,
     return [p for p in (paths or chapters()) if check(nbformat.read(p, as_version=4), p, read)]
 
 
+def coalesce_streams(nb: nbformat.NotebookNode) -> None:
+    """Join each cell's consecutive prints to one stream into one output: how the kernel's
+    messages split them depends on timing, and would change the file at every execution."""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        joined: list[nbformat.NotebookNode] = []
+        for out in cell.outputs:
+            last = joined[-1] if joined else None
+            if (out.output_type == "stream" and last is not None and last.output_type == "stream"
+                    and last.name == out.name):
+                last.text = "".join(last.text) + "".join(out.text)
+            else:
+                joined.append(out)
+        cell.outputs = joined
+
+
+def stable_widget_ids(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
+    """The notebook with its widgets' random model ids replaced by ids derived from the chapter's
+    name and each widget's place in creation order, which the chapter's code fixes: an execution
+    that draws the same widgets stores the same ids."""
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    if not state:
+        return nb
+    stable = {old: hashlib.sha256(f"{name}/{i}".encode()).hexdigest()[:32]
+              for i, old in enumerate(state)}
+    text = re.sub(r"[0-9a-f]{32}", lambda m: stable.get(m.group(0), m.group(0)),
+                  json.dumps(nb, ensure_ascii=False))
+    return nbformat.from_dict(json.loads(text))
+
+
 def execute(path: Path, timeout: int = CELL_TIMEOUT_S) -> float:
     """Execute one notebook in place (outputs, widget state, stamp); return the seconds taken.
 
-    No per-cell timestamps are kept (they would change every cell of every re-executed chapter);
-    the stamp keeps the chapter's total."""
+    Nothing that changes from one execution to the next without the code changing is kept: no
+    per-cell timestamps (the stamp keeps the chapter's total), prints joined however the kernel's
+    messages split them, widget ids derived from the chapter (re-executing unchanged code rewrites
+    only what its code prints differently: timings, speeds)."""
     nb = nbformat.read(path, as_version=4)
     n_cells = len(nb.cells)
     for cell in nb.cells:
@@ -343,6 +377,8 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT_S) -> float:
     if outside:
         raise SystemExit(f"{path.name} imported mlm_lib from {outside[0]}, not from this checkout: "
                          "install it with `pip install -e .`")
+    coalesce_streams(nb)
+    nb = stable_widget_ids(nb, path.stem)
     nb.metadata[STAMP_KEY] = {"executed": stamp_of(report, code_hash(nb), seconds)}
     nbformat.write(nb, path)
     return seconds

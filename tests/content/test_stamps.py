@@ -349,3 +349,39 @@ def test_a_folder_the_chapter_saved_and_read_back_is_its_output_not_its_input(tm
     monkeypatch.setattr(execute_notebooks, "ROOT", tmp_path)
     stamp = execute_notebooks.stamp_of({**report, "modules": []}, "code", 1.0)
     assert list(stamp["files"]) == ["input.json"]
+
+
+# --- What an execution stores: only what the code decides ---------------------------------------
+
+def test_prints_split_by_the_kernel_are_stored_as_one_output():
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1); print(2)", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="a\n"),
+        nbformat.v4.new_output("stream", name="stdout", text=["b\n", "c\n"]),
+        nbformat.v4.new_output("stream", name="stderr", text="warning\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="d\n")])])
+    execute_notebooks.coalesce_streams(nb)
+    assert [(o.name, o.text) for o in nb.cells[0].outputs] == [
+        ("stdout", "a\nb\nc\n"), ("stderr", "warning\n"), ("stdout", "d\n")]
+
+
+def widget_notebook(ids: list[str]) -> nbformat.NotebookNode:
+    """Two widgets as a kernel stores them: a slider whose layout is another model, and its view."""
+    slider, layout = ids
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("interact(...)", outputs=[
+        nbformat.v4.new_output("display_data", data={
+            execute_notebooks.WIDGET_VIEW: {"model_id": slider, "version_major": 2}})])])
+    nb.metadata["widgets"] = {execute_notebooks.WIDGET_STATE: {"state": {
+        slider: {"state": {"layout": f"IPY_MODEL_{layout}"}}, layout: {"state": {}}}}}
+    return nb
+
+
+def test_widget_ids_follow_the_chapter_not_the_execution():
+    first = execute_notebooks.stable_widget_ids(widget_notebook(["a" * 32, "b" * 32]), "07_x")
+    again = execute_notebooks.stable_widget_ids(widget_notebook(["c" * 32, "d" * 32]), "07_x")
+    assert first.metadata == again.metadata and first.cells[0].outputs == again.cells[0].outputs
+    state = first.metadata["widgets"][execute_notebooks.WIDGET_STATE]["state"]
+    slider, layout = state
+    assert first.cells[0].outputs[0].data[execute_notebooks.WIDGET_VIEW]["model_id"] == slider
+    assert state[slider]["state"]["layout"] == f"IPY_MODEL_{layout}"
+    other = execute_notebooks.stable_widget_ids(widget_notebook(["a" * 32, "b" * 32]), "08_y")
+    assert set(other.metadata["widgets"][execute_notebooks.WIDGET_STATE]["state"]).isdisjoint(state)
