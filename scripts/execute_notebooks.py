@@ -330,6 +330,29 @@ def coalesce_streams(nb: nbformat.NotebookNode) -> None:
         cell.outputs = joined
 
 
+def drop_unshown_widgets(nb: nbformat.NotebookNode) -> None:
+    """Keep the state of the widgets the chapter shows (a view in an output, and every model such
+    a widget refers to), not of those a library made and never displayed (transformers' and
+    datasets' progress bars, with their speeds)."""
+    widgets = nb.metadata.get("widgets", {})
+    state = widgets.get(WIDGET_STATE, {}).get("state", {})
+    ids = re.compile(r"[0-9a-f]{32}")
+    todo = [i for cell in nb.cells if cell.cell_type == "code"
+            for i in ids.findall(json.dumps(cell.outputs)) if i in state]
+    kept: set[str] = set()
+    while todo:
+        i = todo.pop()
+        if i not in kept:
+            kept.add(i)
+            todo += [j for j in ids.findall(json.dumps(state[i])) if j in state]
+    for i in [i for i in state if i not in kept]:
+        del state[i]
+    if WIDGET_STATE in widgets and not state:
+        del widgets[WIDGET_STATE]
+    if "widgets" in nb.metadata and not widgets:
+        del nb.metadata["widgets"]
+
+
 def stable_widget_ids(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
     """The notebook with its widgets' random model ids replaced by ids derived from the chapter's
     name and each widget's place in creation order, which the chapter's code fixes: an execution
@@ -349,8 +372,8 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT_S) -> float:
 
     Nothing that changes from one execution to the next without the code changing is kept: no
     per-cell timestamps (the stamp keeps the chapter's total), prints joined however the kernel's
-    messages split them, widget ids derived from the chapter (re-executing unchanged code rewrites
-    only what its code prints differently: timings, speeds)."""
+    messages split them, no widget the chapter does not show, widget ids derived from the chapter
+    (re-executing unchanged code rewrites only what its code prints differently: timings, speeds)."""
     nb = nbformat.read(path, as_version=4)
     n_cells = len(nb.cells)
     for cell in nb.cells:
@@ -378,6 +401,7 @@ def execute(path: Path, timeout: int = CELL_TIMEOUT_S) -> float:
         raise SystemExit(f"{path.name} imported mlm_lib from {outside[0]}, not from this checkout: "
                          "install it with `pip install -e .`")
     coalesce_streams(nb)
+    drop_unshown_widgets(nb)
     nb = stable_widget_ids(nb, path.stem)
     nb.metadata[STAMP_KEY] = {"executed": stamp_of(report, code_hash(nb), seconds)}
     nbformat.write(nb, path)

@@ -385,3 +385,14 @@ def test_widget_ids_follow_the_chapter_not_the_execution():
     assert state[slider]["state"]["layout"] == f"IPY_MODEL_{layout}"
     other = execute_notebooks.stable_widget_ids(widget_notebook(["a" * 32, "b" * 32]), "08_y")
     assert set(other.metadata["widgets"][execute_notebooks.WIDGET_STATE]["state"]).isdisjoint(state)
+
+
+def test_only_the_widgets_a_chapter_shows_are_stored():
+    nb = widget_notebook(["a" * 32, "b" * 32])
+    state = nb.metadata["widgets"][execute_notebooks.WIDGET_STATE]["state"]
+    state["c" * 32] = {"state": {"value": " 42/42 [00:00<00:00, 4421.26it/s]"}}  # a library's bar
+    execute_notebooks.drop_unshown_widgets(nb)
+    assert set(state) == {"a" * 32, "b" * 32}  # the slider shown, and the layout it refers to
+    nb.cells[0].outputs = []
+    execute_notebooks.drop_unshown_widgets(nb)
+    assert "widgets" not in nb.metadata
