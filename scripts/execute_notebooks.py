@@ -330,21 +330,37 @@ def coalesce_streams(nb: nbformat.NotebookNode) -> None:
         cell.outputs = joined
 
 
+WIDGET_ID = re.compile(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])")
+
+
+def shown_widgets(nb: nbformat.NotebookNode) -> list[str]:
+    """The model ids of the widgets the chapter shows, in a fixed order: each view in the order
+    of the outputs, each followed by the models it refers to (layout, style, children, a nested
+    output's views), depth first in the order of its sorted state. The kernel's own order is lost
+    once the notebook is written (nbformat sorts the keys)."""
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    order: list[str] = []
+
+    def visit(i: str) -> None:
+        if i in state and i not in order:
+            order.append(i)
+            for j in WIDGET_ID.findall(json.dumps(state[i], sort_keys=True)):
+                visit(j)
+
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            for i in WIDGET_ID.findall(json.dumps(cell.outputs, sort_keys=True)):
+                visit(i)
+    return order
+
+
 def drop_unshown_widgets(nb: nbformat.NotebookNode) -> None:
-    """Keep the state of the widgets the chapter shows (a view in an output, and every model such
-    a widget refers to), not of those a library made and never displayed (transformers' and
-    datasets' progress bars, with their speeds)."""
+    """Keep the state of the widgets the chapter shows (:func:`shown_widgets`), not of those a
+    library made and never displayed (transformers' and datasets' progress bars, with their
+    speeds)."""
     widgets = nb.metadata.get("widgets", {})
     state = widgets.get(WIDGET_STATE, {}).get("state", {})
-    ids = re.compile(r"[0-9a-f]{32}")
-    todo = [i for cell in nb.cells if cell.cell_type == "code"
-            for i in ids.findall(json.dumps(cell.outputs)) if i in state]
-    kept: set[str] = set()
-    while todo:
-        i = todo.pop()
-        if i not in kept:
-            kept.add(i)
-            todo += [j for j in ids.findall(json.dumps(state[i])) if j in state]
+    kept = set(shown_widgets(nb))
     for i in [i for i in state if i not in kept]:
         del state[i]
     if WIDGET_STATE in widgets and not state:
@@ -355,15 +371,13 @@ def drop_unshown_widgets(nb: nbformat.NotebookNode) -> None:
 
 def stable_widget_ids(nb: nbformat.NotebookNode, name: str) -> nbformat.NotebookNode:
     """The notebook with its widgets' random model ids replaced by ids derived from the chapter's
-    name and each widget's place in creation order, which the chapter's code fixes: an execution
-    that draws the same widgets stores the same ids."""
-    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
-    if not state:
-        return nb
+    name and each widget's place in :func:`shown_widgets`' order, which the chapter's code fixes:
+    an execution that draws the same widgets stores the same ids."""
     stable = {old: hashlib.sha256(f"{name}/{i}".encode()).hexdigest()[:32]
-              for i, old in enumerate(state)}
-    text = re.sub(r"[0-9a-f]{32}", lambda m: stable.get(m.group(0), m.group(0)),
-                  json.dumps(nb, ensure_ascii=False))
+              for i, old in enumerate(shown_widgets(nb))}
+    if not stable:
+        return nb
+    text = WIDGET_ID.sub(lambda m: stable.get(m.group(0), m.group(0)), json.dumps(nb, ensure_ascii=False))
     return nbformat.from_dict(json.loads(text))
 
 
