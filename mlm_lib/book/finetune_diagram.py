@@ -91,7 +91,7 @@ def finetune_diagram(pretrained: BertForPreTraining, classifier: BertClassifier)
         mid = y + BOX_H / 2
         out.append(f"<line x1='{LEFT_X + BOX_W}' y1='{mid}' x2='{RIGHT_X - 4}' y2='{mid}' "
                    f"stroke='{TEXT_COLOR}' marker-end='url(#{MARKER})'/>")
-    out.append(_text((LEFT_X + BOX_W + RIGHT_X) / 2, y_pool - 4, "the NSP head is left behind", 10,
+    out.append(_text((LEFT_X + BOX_W + RIGHT_X) / 2, y_pool - 4, "the NSP head is left behind", 11,
                      color=TRUE_TEXT_COLOR))
     # the arms
     y = y_enc + BOX_H + 30

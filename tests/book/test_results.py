@@ -175,10 +175,14 @@ def test_results_file_reproduces(path):
             f"`{results.provenance['command']}`")
 
 
-# Arms whose seed 0 a chapter prints from the results file instead of training it live (too long for
-# a cell). Chapter 15 trains the unigram sampler's discriminator live, but the
-# book model as generator doubles a step's work, so that arm's seed 0 is re-run here.
-READ_FROM_FILE = (("electra", "book model, from the book's encoder"),)
+# Arms whose seed 0 a chapter reads from the results file instead of training it live: a training
+# run whose only use in the chapter would be printing "reproduces" costs every `make test` a cell
+# of 15-30 s. Chapter 15 trains the unigram sampler's discriminator live (the book model as
+# generator doubles a step's work); chapter 9 scores the book's model live, chapter 11 trains NSP
+# and MLM alone live, chapter 12 fine-tunes the book's encoders live.
+READ_FROM_FILE = (("electra", "book model, from the book's encoder"),
+                  ("masking", "per piece"), ("masking", "whole word"),
+                  ("nsp", "MLM + SOP"), ("finetune", "second model's encoder"))
 
 
 @pytest.mark.slow

@@ -141,6 +141,45 @@ def test_column_figures_fit_the_column_and_their_text_is_readable(path):
                      "draw them with column_figure and fonts of at least SMALLEST_FONT_PT")
 
 
+SVG_ELEMENT = re.compile(r"<svg\b.*?</svg>", re.S)
+VIEW_WIDTH = re.compile(r"viewBox=['\"][-\d.]+[\s,]+[-\d.]+[\s,]+([\d.]+)")
+FONT_SIZE = re.compile(r"font-size[=:]\s*['\"]?([\d.]+)")
+
+
+def svg_text_sizes(path: Path) -> list[tuple[int, float]]:
+    """(cell index, smallest text shown in px) of each SVG drawing a chapter prints: its smallest
+    font size, scaled down as the page scales a drawing wider than the column."""
+    found = []
+    for k, cell in enumerate(_cells(path)):
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            for text in ("".join(data.get(m, "")) for m in ("text/html", "image/svg+xml")):
+                for svg in SVG_ELEMENT.findall(text):
+                    sizes = [float(s) for s in FONT_SIZE.findall(svg)]
+                    width = VIEW_WIDTH.search(SVG_DRAWING.match(svg).group(0))
+                    if sizes:
+                        scale = min(1.0, COLUMN_WIDTH_PX / float(width.group(1))) if width else 1.0
+                        found.append((k, min(sizes) * scale))
+    return found
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_diagrams_show_their_text_at_a_readable_size(path):
+    bad = [(k, round(px, 1)) for k, px in svg_text_sizes(path) if px < SMALLEST_TEXT_PX]
+    assert not bad, (f"{path.stem}: diagrams (cell, smallest text px) {bad} show text under "
+                     f"{SMALLEST_TEXT_PX} px in the {COLUMN_WIDTH_PX} px column")
+
+
+def test_a_diagram_wider_than_the_column_shows_its_text_smaller(tmp_path):
+    cell = {"cell_type": "code", "metadata": {}, "source": "", "outputs": [
+        {"output_type": "display_data", "data": {"text/html": [
+            "<svg viewBox='0 0 1376 200'><text font-size='16'>a</text></svg>",
+            "<svg viewBox='0 0 500 90'><text font-size='11.5'>b</text></svg>"]}}]}
+    path = tmp_path / "00_x.ipynb"
+    path.write_text(json.dumps({"cells": [cell]}), encoding="utf-8")
+    assert svg_text_sizes(path) == [(0, 8.0), (0, 11.5)]
+
+
 def test_the_record_of_a_column_figure_is_read_from_its_png(tmp_path):
     import matplotlib
     matplotlib.use("Agg")
