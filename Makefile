@@ -91,8 +91,10 @@ $(SITE_MODEL): $(STAMP) $(VENDOR)/.copied mlm_lib/book/browser_model.py $(wildca
 
 # The site renders the outputs committed with each chapter (nothing is executed here; see
 # _config.yml). After changing a chapter or the library, refresh them with `make execute`.
+# --all: Sphinx copies book/static only when it writes a page, so an edit to a script or style
+# alone would otherwise leave the old copy in the site.
 book: setup
-	$(BIN)/jupyter-book build . --warningiserror --keep-going
+	$(BIN)/jupyter-book build . --all --warningiserror --keep-going
 	@echo "The site is in _build/html/index.html (serve it with: make serve)"
 
 # Re-execute chapters in place and stamp them (tests/content/test_notebooks.py checks the stamps). The

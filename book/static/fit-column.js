@@ -7,7 +7,7 @@
 // Printed text, by kind:
 //  - a table (a rule of dashes under its header, as tabulate and pandas print one) keeps its
 //    columns aligned: its font shrinks to fit, never below SMALLEST_TEXT_PX; a table that is still
-//    too wide scrolls;
+//    too wide scrolls; the lines printed around it in the same output wrap;
 //  - a code listing shrinks the same way, and wraps where even that is too wide;
 //  - anything else (lines of results, lists, sentences) wraps at its own size.
 // A wrapped line continues indented under its own start (a hanging indent), so the reader sees
@@ -20,6 +20,7 @@
   var SMALLEST_TEXT_PX = 11;    // monospace below this is hard to read
   var HANG_CH = 4;              // a wrapped line's continuation: its indent plus this
   var TABLE_RULE = /^[ \t]*-{3,}(?:[ \t]+-{2,})+[ \t]*$/m;
+  var TABLE_LINE = new RegExp(TABLE_RULE.source);  // the same rule, one line tested
   var CODE_START = /^\s*(?:@\w|(?:async\s+)?def\s|class\s)/;
   var widths = new WeakMap();   // the width each box was last fitted at
   var watched = [];             // [box, fit] of every box fitted
@@ -68,23 +69,42 @@
 
   function overflows(pre) { return pre.scrollWidth > pre.clientWidth + 1; }
 
+  // Monospace: the text's width is proportional to the font size (the padding is not).
+  function shrink(pre) {
+    if (!overflows(pre)) return;
+    var style = getComputedStyle(pre), size = parseFloat(style.fontSize);
+    var pad = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+    var fit = size * (pre.clientWidth - pad - 1) / (pre.scrollWidth - pad);
+    pre.style.fontSize = Math.max(SMALLEST_TEXT_PX, Math.floor(10 * fit) / 10) + "px";
+  }
+
+  // The lines of each table (its header, its rule, its rows up to a blank line) do not wrap.
+  function keepTableLines(pre) {
+    var lines = pre.querySelectorAll(".fit-line");
+    for (var i = 0; i < lines.length; i++) {
+      if (!TABLE_LINE.test(lines[i].textContent.replace(/\n$/, ""))) continue;
+      if (i > 0) lines[i - 1].classList.add("fit-keep");
+      for (var j = i; j < lines.length && lines[j].textContent.trim(); j++) lines[j].classList.add("fit-keep");
+    }
+  }
+
   function fitText(pre) {
     if (!changed(pre)) return;
     pre.style.fontSize = "";
     pre.classList.remove("fit-wrap");
     if (!overflows(pre)) return;
     var kind = kindOf(pre.textContent);
-    if (kind !== "text") {
-      // monospace: the text's width is proportional to the font size (the padding is not)
-      var style = getComputedStyle(pre), size = parseFloat(style.fontSize);
-      var pad = parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
-      var fit = size * (pre.clientWidth - pad - 1) / (pre.scrollWidth - pad);
-      pre.style.fontSize = Math.max(SMALLEST_TEXT_PX, Math.floor(10 * fit) / 10) + "px";
-      if (!overflows(pre) || kind === "table") return;
+    if (kind === "code") {
+      shrink(pre);
+      if (!overflows(pre)) return;
       pre.style.fontSize = "";
     }
     splitLines(pre);
     pre.classList.add("fit-wrap");
+    if (kind === "table") {
+      keepTableLines(pre);
+      shrink(pre);
+    }
   }
 
   var observer = "ResizeObserver" in window ? new ResizeObserver(function (entries) {

@@ -27,6 +27,9 @@ from urllib.parse import unquote, urldefrag, urljoin, urlparse
 import pytest
 from playwright.sync_api import BrowserContext, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from PIL import Image
+
+from mlm_lib.book.viz import SMALLEST_TEXT_KEY, SMALLEST_TEXT_PX
 
 from browser import DESKTOP, SITE, WIDGET_VIEW, Visit, built_site, node_package, open_page
 
@@ -282,6 +285,106 @@ def test_fits_a_phone(visit):
     assert overflow <= 1, f"{visit.rel}: the page is {overflow}px wider than a phone screen"
 
 
+# Every figure as shown: its drawn width (a PNG's pixels, an SVG's viewBox), the width it is shown
+# at, an SVG's smallest text on screen (font size times the drawing's scale), and whether its
+# "Enlarge figure" button (figure-zoom.js) is offered. A PNG's text size is the one its plotting
+# helper recorded in the file (mlm_lib.book.viz.column_png), times the shown share of its width.
+FIGURES_JS = r"""
+() => Array.from(document.querySelectorAll(
+    ".cell_output > img, .cell_output .output.text_html > svg[role='img']"))
+  .filter(f => f.getBoundingClientRect().width > 0)
+  .map(f => {
+    const svg = f.tagName.toLowerCase() === 'svg';
+    const button = f.nextElementSibling && f.nextElementSibling.classList.contains('figure-zoom-open')
+      ? f.nextElementSibling : null;
+    const texts = svg ? Array.from(f.querySelectorAll('text')).map(t =>
+      parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a) : [];
+    return {name: (f.getAttribute('alt') || f.getAttribute('aria-label') || '').slice(0, 50),
+            src: svg ? null : f.getAttribute('src'),
+            drawn: svg ? f.viewBox.baseVal.width : f.naturalWidth,
+            shown: f.getBoundingClientRect().width,
+            smallest: texts.length ? Math.min(...texts) : null,
+            enlarge: !!button && !button.hidden};
+  })
+"""
+SMALLEST_ON_A_PHONE_PX = 9.0  # below this a phone's reader needs the figure at full size
+
+
+def _png_text_px(visit_url: str, src: str) -> float | None:
+    """The smallest text of a PNG at its drawn size, as its plotting helper recorded it."""
+    path = built_site() / unquote(urlparse(urljoin(visit_url, src)).path).lstrip("/")
+    with Image.open(path) as image:
+        value = image.info.get(SMALLEST_TEXT_KEY)
+    return float(value) if value is not None else None
+
+
+def _figure_text(page: Page, url: str) -> list[dict]:
+    """FIGURES_JS, with each PNG's smallest text on screen filled in."""
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    found = page.evaluate(FIGURES_JS)
+    for f in found:
+        if f["src"] is not None:
+            drawn_px = _png_text_px(url, f["src"])
+            f["smallest"] = None if drawn_px is None else drawn_px * f["shown"] / f["drawn"]
+    return found
+
+
+def _figure_problems(desktop: list[dict], phone: list[dict]) -> list[str]:
+    problems = []
+    for f in desktop:
+        if f["smallest"] is None:
+            problems.append(f"desktop: {f['name']!r}: no record of its text size (draw it with column_figure)")
+        elif f["smallest"] < SMALLEST_TEXT_PX:
+            problems.append(f"desktop: {f['name']!r}: text {f['smallest']:.1f} px (drawn {f['drawn']:.0f} px "
+                            f"wide, shown at {f['shown']:.0f})")
+    for f in phone:
+        if f["smallest"] is not None and f["smallest"] < SMALLEST_ON_A_PHONE_PX and not f["enlarge"]:
+            problems.append(f"phone: {f['name']!r}: text {f['smallest']:.1f} px and no 'Enlarge figure'")
+    return problems
+
+
+def test_figures_are_readable_as_shown(visit):
+    """Every figure's smallest text on screen: at least SMALLEST_TEXT_PX at desktop width, and on a
+    phone at least SMALLEST_ON_A_PHONE_PX or offered full size (and then it opens full size)."""
+    page = visit.page
+    desktop = _figure_text(page, visit.url)
+    try:
+        page.set_viewport_size(PHONE)
+        phone = _figure_text(page, visit.url)
+        opened = None
+        button = page.locator(".figure-zoom-open:not([hidden])").first
+        offered = button.count()
+        if offered:
+            button.click()
+            opened = page.evaluate("() => { const d = document.querySelector('dialog.figure-zoom');"
+                                   " const f = d && d.open && d.querySelector('.figure-zoom-scroll > *');"
+                                   " return f ? f.getBoundingClientRect().width : null; }")
+            page.keyboard.press("Escape")
+            assert page.evaluate("() => !document.querySelector('dialog.figure-zoom').open"), \
+                f"{visit.rel}: Escape did not close the enlarged figure"
+    finally:
+        page.set_viewport_size(DESKTOP)
+        page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    problems = _figure_problems(desktop, phone)
+    if not offered and any(f["enlarge"] for f in phone):
+        problems.append("phone: a figure offers 'Enlarge figure' but no button is visible")
+    if opened is not None:
+        first = next(f for f in phone if f["enlarge"])
+        if abs(opened - first["drawn"]) > 1:
+            problems.append(f"phone: {first['name']!r} opened {opened:.0f} px wide, drawn {first['drawn']:.0f}")
+    assert not problems, f"{visit.rel}: figures as shown:\n  " + "\n  ".join(problems)
+
+
+def test_the_figure_check_sees_planted_cases():
+    desktop = [{"name": "small", "src": None, "drawn": 1000, "shown": 688, "smallest": 7.9, "enlarge": False},
+               {"name": "unrecorded", "src": "x.png", "drawn": 688, "shown": 688, "smallest": None,
+                "enlarge": False}]
+    phone = [{"name": "tiny", "src": None, "drawn": 688, "shown": 356, "smallest": 6.0, "enlarge": False},
+             {"name": "offered", "src": None, "drawn": 688, "shown": 356, "smallest": 6.0, "enlarge": True}]
+    problems = _figure_problems(desktop, phone)
+    assert len(problems) == 3 and not any("offered" in p for p in problems), problems
+
+
 # What is wider than the box that shows it (fit-column.js and bert-live.css make everything fit):
 # display formulas wider than their box, the book's model controls (bert-live.js) wider than their
 # panel, and the boxes of printed output that scroll sideways. Only what a reader sees counts (the
@@ -317,20 +420,7 @@ TOO_WIDE_JS = r"""
 """
 # At most this many boxes of printed output per page scroll sideways at desktop width: a table
 # wider than the column even at the smallest readable size keeps its columns aligned and scrolls.
-# Chapter 7 prints two such tables (125 and 102 characters wide).
 MOST_SCROLLING_AT_DESKTOP = 1
-MORE_SCROLLING_AT_DESKTOP = {"notebooks/07_inside_bert.html": 2}
-# Display formulas written on one line too long for the column even at 70% of their size: they
-# scroll there. Page -> how many, at desktop width and at a phone's; a formula written on several
-# lines (aligned, gathered) fits, and its page leaves this list.
-SCROLLING_FORMULAS = {
-    "notebooks/00_how_to_read.html": (0, 1), "notebooks/01_words_and_symbols.html": (0, 1),
-    "notebooks/03_the_log.html": (0, 1), "notebooks/04_the_minus_sign.html": (0, 2),
-    "notebooks/06_corrupting_the_input.html": (0, 1), "notebooks/07_inside_bert.html": (0, 2),
-    "notebooks/08_both_directions.html": (0, 1), "notebooks/09_wordpiece.html": (0, 1),
-    "notebooks/10_pretraining.html": (0, 1), "notebooks/11_next_sentence_prediction.html": (1, 1),
-    "notebooks/12_fine_tuning.html": (0, 1), "notebooks/15_after_mlm.html": (0, 1),
-}
 
 
 def _too_wide(page: Page) -> dict[str, list[str]]:
@@ -343,9 +433,8 @@ def _too_wide(page: Page) -> dict[str, list[str]]:
 
 
 def test_everything_fits_its_box(visit):
-    """At desktop width and at a phone's: every display formula fits its box (but those of
-    SCROLLING_FORMULAS), every model control its panel, and at desktop width at most
-    MOST_SCROLLING_AT_DESKTOP output box scrolls sideways."""
+    """At desktop width and at a phone's: every display formula fits its box, every model control
+    its panel, and at desktop width at most MOST_SCROLLING_AT_DESKTOP output box scrolls sideways."""
     page, rel = visit.page, visit.rel
     page.evaluate("() => document.querySelectorAll('details:not([open])').forEach(d => {"
                   " d.dataset.openedToMeasure = ''; d.open = true; })")
@@ -360,12 +449,10 @@ def test_everything_fits_its_box(visit):
         page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
         page.wait_for_timeout(300)
     problems = []
-    allowed_formulas = SCROLLING_FORMULAS.get(rel, (0, 0))
-    for width, found, allowed in zip(("desktop", "phone"), (desktop, phone), allowed_formulas):
-        if len(found["formulas"]) > allowed:
-            problems += [f"{width}: formula {f}" for f in found["formulas"]]
+    for width, found in (("desktop", desktop), ("phone", phone)):
+        problems += [f"{width}: formula {f}" for f in found["formulas"]]
         problems += [f"{width}: control {c}" for c in found["controls"]]
-    if len(desktop["scrolling"]) > MORE_SCROLLING_AT_DESKTOP.get(rel, MOST_SCROLLING_AT_DESKTOP):
+    if len(desktop["scrolling"]) > MOST_SCROLLING_AT_DESKTOP:
         problems += [f"desktop: output box scrolls, {b}" for b in desktop["scrolling"]]
     assert not problems, f"{rel}: wider than its box:\n  " + "\n  ".join(problems)
 
