@@ -10,9 +10,10 @@ docstring edit of each given file would make stale, by the stamps and by the clo
 
     python scripts/import_closure.py mlm_lib/train.py mlm_lib/loop.py mlm_lib/model.py mlm_lib/masking.py
 
-It also says which chapters train (:func:`training_chapters`): those whose cells use a function or
-class of the library that reaches ``mlm_lib.loop.train_loop``, the one training loop, through the
-names its body uses (a call graph over names, read from the code).
+It also says which chapters run the loop (:func:`training_chapters`): those whose cells use a
+function or class of the library that reaches ``mlm_lib.loop``'s training loop or its evaluation
+(``train_loop``, ``evaluate``: every training run and every held-out score of the library's runs
+go through them), through the names its body uses (a call graph over names, read from the code).
 
 Standard library only.
 """
@@ -98,7 +99,7 @@ def stamped_files(path: Path) -> set[str]:
     return set(stamp.get("modules", {}))
 
 
-TRAINING_LOOP = ("mlm_lib.loop", "train_loop")
+LOOP_ENTRIES = (("mlm_lib.loop", "train_loop"), ("mlm_lib.loop", "evaluate"))
 Name = tuple[str, str]  # (module, a top-level name defined in it)
 
 
@@ -174,8 +175,8 @@ def name_graph(modules: dict[str, Path]) -> dict[Name, set[Name]]:
 
 
 def training_names(graph: dict[Name, set[Name]]) -> set[Name]:
-    """The library names whose code reaches the training loop (the loop itself included)."""
-    trains = {TRAINING_LOOP}
+    """The library names whose code reaches the loop's training or evaluation (both included)."""
+    trains = set(LOOP_ENTRIES)
     changed = True
     while changed:
         changed = False
@@ -196,7 +197,7 @@ def training_calls(source: str, modules: dict[str, Path], trains: set[Name]) -> 
 
 
 def training_chapters(paths: list[Path] = CHAPTERS) -> dict[str, set[Name]]:
-    """The chapters that train, each with the library names it trains through."""
+    """The chapters that run the loop (train, or score through it), with the names they do it by."""
     modules = library_modules()
     trains = training_names(name_graph(modules))
     found = {p.stem: training_calls(chapter_source(p), modules, trains) for p in paths}
@@ -218,7 +219,7 @@ def main(argv: list[str]) -> int:
         by_code = sorted(n for n, files in static.items() if file in files)
         print(f"{file:22s} stamps {len(by_stamp):2d}, code {len(by_code):2d}: "
               + " ".join(n[:2] for n in by_code))
-    print("\nthe chapters that train, and through what:")
+    print("\nthe chapters that run the loop (train or score through it), and through what:")
     for name, calls in training_chapters().items():
         print(f"{name:28s} " + ", ".join(sorted(f"{m.removeprefix('mlm_lib.')}.{n}" for m, n in calls)))
     return 0

@@ -4,7 +4,7 @@ only the chapters it can change (``scripts/execute_notebooks.py`` says what a st
 - a results file stales only the chapters that read it;
 - a docstring or comment edit to a function no chapter prints stales no chapter;
 - an edit to a printed function stales exactly the chapters that print it;
-- a code edit of the training loop stales at most the chapters that train.
+- a code edit of the training loop stales at most the chapters that run it (train, or score through it).
 
 "Made stale" is what ``execute_notebooks.check`` (the check of ``tests/content/test_notebooks.py``
 and ``make execute``) says once a file holds the edited text; no file is ever edited. Each expected
@@ -257,13 +257,14 @@ def with_code_edit(text: str) -> str:
     return text + "\n_PLANTED = 1\n"
 
 
-def test_a_code_edit_of_the_loop_stales_only_the_chapters_that_train():
+def test_a_code_edit_of_the_loop_stales_only_the_chapters_that_run_it():
     loop = LIBRARY / "loop.py"
     stale = made_stale(NOTEBOOKS, loop, with_code_edit(loop.read_text(encoding="utf-8")).encode())
     training = set(import_closure.training_chapters())
     assert stale, "no chapter's stamp covers mlm_lib/loop.py, yet chapters train with it"
-    assert stale <= training, (f"chapters that do not train are stamped against mlm_lib/loop.py: "
-                               f"{sorted(stale - training)}; they import training code they do not use")
+    assert stale <= training, (f"chapters that neither train nor score through the loop are stamped "
+                               f"against mlm_lib/loop.py: {sorted(stale - training)}; they import "
+                               "training code they do not use")
     assert "10_pretraining" in stale  # the chapter that calls train() itself
 
 
@@ -286,6 +287,8 @@ def test_which_chapters_train_is_read_from_the_calls():
     calls = lambda source: import_closure.training_calls(source, modules, trains)  # noqa: E731
     assert calls("from mlm_lib.book.chapter_runs import train_micro\nrun = train_micro(seed=0)\n")
     assert calls("from mlm_lib import train\ntrain.train(m, t, x, c)\n") == {("mlm_lib.train", "train")}
+    # scoring held-out blanks runs the loop's evaluation
+    assert calls("from mlm_lib.train import evaluate_mlm\nscores = evaluate_mlm(m, b)\n")
     # importing a training module, or using what it defines without training, is not training
     assert not calls("from mlm_lib.train import TrainConfig\ncfg = TrainConfig()\n")
     assert not calls("from mlm_lib.book.book_model import book_model\nmodel = book_model()\n")
