@@ -385,6 +385,51 @@ def test_the_figure_check_sees_planted_cases():
     assert len(problems) == 3 and not any("offered" in p for p in problems), problems
 
 
+# How tall a page may be at desktop width: 20 screens of 800 px. The chapters still taller are
+# listed with the height they may not exceed: their height when the limit came (chapter 7: 32,243
+# px), 3% more for layout differences between machines, rounded up to 500 px. The list only
+# shrinks: a page that gets within the limit must leave it.
+PAGE_HEIGHT_LIMIT_PX = 16_000
+TALLER_TODAY_PX: dict[str, int] = {
+    "notebooks/05_masked_only_sum.html": 19_500,
+    "notebooks/06_corrupting_the_input.html": 21_500,
+    "notebooks/07_inside_bert.html": 33_500,
+    "notebooks/09_wordpiece.html": 20_500,
+    "notebooks/10_pretraining.html": 26_000,
+    "notebooks/11_next_sentence_prediction.html": 18_000,
+    "notebooks/12_fine_tuning.html": 22_500,
+}
+
+
+def _height_problems(rel: str, height: float) -> list[str]:
+    cap = TALLER_TODAY_PX.get(rel)
+    if cap is None and height > PAGE_HEIGHT_LIMIT_PX:
+        return [f"{height:,.0f} px tall, over the {PAGE_HEIGHT_LIMIT_PX:,} px limit"]
+    if cap is not None and height > cap:
+        return [f"{height:,.0f} px tall, taller than the {cap:,} px it may not exceed"]
+    if cap is not None and height <= PAGE_HEIGHT_LIMIT_PX:
+        return [f"{height:,.0f} px tall, within the limit: remove it from TALLER_TODAY_PX"]
+    return []
+
+
+def test_pages_a_reader_can_finish(visit):
+    """At desktop width a page is at most PAGE_HEIGHT_LIMIT_PX tall (or no taller than it was, for
+    the chapters of TALLER_TODAY_PX)."""
+    height = visit.page.evaluate("() => document.documentElement.scrollHeight")
+    problems = _height_problems(visit.rel, height)
+    assert not problems, f"{visit.rel}: {problems[0]}"
+
+
+def test_the_height_check_sees_planted_cases():
+    TALLER_TODAY_PX["planted.html"] = 20_000
+    try:
+        assert _height_problems("other.html", 17_000) and not _height_problems("other.html", 15_000)
+        assert _height_problems("planted.html", 21_000) and not _height_problems("planted.html", 19_000)
+        assert "remove it" in _height_problems("planted.html", 15_000)[0]
+    finally:
+        del TALLER_TODAY_PX["planted.html"]
+
+
 # What is wider than the box that shows it (fit-column.js and bert-live.css make everything fit):
 # display formulas wider than their box, the book's model controls (bert-live.js) wider than their
 # panel, and the boxes of printed output that scroll sideways. Only what a reader sees counts (the
