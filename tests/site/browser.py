@@ -58,6 +58,7 @@ class Visit:
     errors: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     offsite: list[str] = field(default_factory=list)
+    height: int = 0  # px, at desktop width as the page opened (checks open widgets and answers)
 
     def problems(self) -> list[str]:
         """Requests that left the machine, failed requests and console errors, so far."""
@@ -125,6 +126,8 @@ class SitePages:
             self.current = Visit(rel, urljoin(self.server, rel), self.context.new_page())
             watch(self.current)
             open_page(self.current.page, self.current.url)
+            page_height = "() => document.documentElement.scrollHeight"
+            self.current.height = self.current.page.evaluate(page_height)
         return self.current
 
     def close(self) -> None:
