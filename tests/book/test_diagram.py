@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from mlm_lib.book.diagram import (BOOK_PARTS, DIFFERS_COLOR, Stage, bert_diagram, book_map, flow_diagram,
-                                  nsp_diagram, token_grid)
+from mlm_lib.book.diagram import (AFTER_GAME, DIFFERS_COLOR, GAME_STAGES, Stage, bert_diagram, flow_diagram,
+                                  game_map, nsp_diagram, token_grid)
 from mlm_lib.config import BertConfig
 from mlm_lib.sizes import parameter_counts
 
@@ -89,13 +89,21 @@ def test_a_bad_grid_names_its_problem(rows, message):
         token_grid(rows, "bad")
 
 
-def test_the_map_links_every_chapter_once_and_says_what_came_before():
-    svg = book_map()
-    links = re.findall(r"<a href='([^']+)'>", svg)
-    stems = [stem for _, chapters in BOOK_PARTS for stem, _ in chapters]
+def test_the_map_draws_the_game_in_order_and_links_each_stages_chapters():
+    svg = game_map()
+    links = re.findall(r"<a href='([^']+)'", svg)
+    stems = [s for *_, ss in GAME_STAGES for s in ss] + [s for _, ss in AFTER_GAME for s in ss]
     assert links == [f"{s}.ipynb" for s in stems]
     text = _text(svg)
-    assert "static word vectors" in text and "left-to-right" in text and "both sides" in text
+    names = [f"{k + 1}. {name}" for k, (name, _, _) in enumerate(GAME_STAGES)]
+    assert [text.index(n) for n in names] == sorted(text.index(n) for n in names)
+    assert "next" in text and "batch" in text  # the loop closes
+    assert ET.fromstring(svg).get("role") == "group"  # its links stay reachable
+
+
+def test_a_page_outside_the_notebooks_gives_the_maps_links_its_own_path():
+    links = re.findall(r"<a href='([^']+)'", game_map(href=lambda stem: f"../notebooks/{stem}.html"))
+    assert links[0] == "../notebooks/01_words_and_symbols.html"
 
 
 def test_the_nsp_drawing_makes_both_pairs_and_reads_them_at_cls_with_the_configs_sizes():

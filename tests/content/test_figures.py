@@ -1,7 +1,8 @@
 """Show it, then say less: every chapter draws its central idea, and intervals are pictures.
 
 - Every chapter shows at least one figure (a matplotlib image, a drawn SVG, or a Vega-Lite chart
-  that responds on the static page).
+  that responds on the static page), and the first comes in the first half of what the chapter
+  teaches: the picture of its idea where the idea is taught, not after it.
 - Every image says what it shows to a reader who cannot see it: a matplotlib output carries alt
   text in its cell's ``mystnb.image.alt`` (without it the site's ``alt`` is the image's file name),
   and a drawn SVG is ``role='img'`` (``'group'`` when it holds links) with an ``aria-label``.
@@ -98,6 +99,54 @@ def test_an_svg_without_a_label_is_no_figure(tmp_path):
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_shows_a_figure(path):
     assert figures(path), f"{path.stem} shows no figure: draw its central idea"
+
+
+# The first figure lies within this share of the chapter's teaching cells (those before its
+# closing summary), counted in characters of source.
+FIRST_FIGURE_BY = 0.5
+
+
+def _shows_a_figure(cell: dict) -> bool:
+    for output in cell.get("outputs", []):
+        data = output.get("data", {})
+        if any(kind in data for kind in IMAGE_TYPES) or SVG_DRAWING.search("".join(data.get("text/html", ""))):
+            return True
+    return False
+
+
+def first_figure_at(path: Path) -> float | None:
+    """Where the chapter's first figure comes, as a share of its teaching cells' source."""
+    teaching = []
+    for cell in _cells(path):
+        if cell["cell_type"] == "markdown" and "".join(cell["source"]).lstrip().startswith(CLOSING_HEADING):
+            break
+        teaching.append(cell)
+    sizes = [len("".join(c["source"])) for c in teaching]
+    for k, cell in enumerate(teaching):
+        if _shows_a_figure(cell):
+            return sum(sizes[:k]) / max(sum(sizes), 1)
+    return None
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_the_chapters_idea_is_drawn_in_its_first_half(path):
+    at = first_figure_at(path)
+    assert at is not None and at <= FIRST_FIGURE_BY, (
+        f"{path.stem}: its first figure comes at {at:.0%} of the chapter; draw its central idea in the "
+        f"section that teaches it, within the first {FIRST_FIGURE_BY:.0%}")
+
+
+def test_a_figure_after_the_middle_is_found_late(tmp_path):
+    code = lambda outputs: {"cell_type": "code", "metadata": {}, "source": "x" * 100, "outputs": outputs}  # noqa: E731
+    figure = [{"output_type": "display_data", "data": {"image/png": "iVBOR"}}]
+    cells = [code([]), code([]), code([]), code(figure),
+             {"cell_type": "markdown", "metadata": {}, "source": CLOSING_HEADING + "\n"}, code(figure)]
+    path = tmp_path / "00_x.ipynb"
+    path.write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    assert first_figure_at(path) == 0.75
+    cells[3]["outputs"] = []
+    path.write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    assert first_figure_at(path) is None  # a figure after the summary does not count
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
