@@ -2,7 +2,7 @@
 (``07_inside_bert.ipynb``), which JupyterLab opens; on the site the link goes to the chapter's page.
 
 Markdown links to notebooks are rewritten by Sphinx, but a cell's HTML output is copied as it is.
-The map of the book (chapter 0, ``mlm_lib.book.diagram.game_map``) links every chapter that way.
+The map of the book (chapter 0, ``mlm_lib.book.game_map.game_map``) links every chapter that way.
 Relative links to a chapter's ``.ipynb``, with or without an anchor, become ``.html`` in each page's
 rendered body (``html-page-context``); links with a scheme or a path (the launch buttons, the
 download of the source) are left alone.

@@ -1,5 +1,5 @@
 """``{game-map}`` in a page: the map of the game BERT plays, the drawing chapter 0 shows
-(``mlm_lib.book.diagram.game_map``), with its links pointing from ``book/`` to the chapters' pages.
+(``mlm_lib.book.game_map.game_map``), with its links pointing from ``book/`` to the chapters' pages.
 
 One drawing, one source: the landing page and the whole formula show the figure chapter 0 draws,
 not a copy of it that could drift.
@@ -10,7 +10,7 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from mlm_lib.book.diagram import game_map
+from mlm_lib.book.game_map import game_map
 
 
 class GameMap(SphinxDirective):

@@ -7,8 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from mlm_lib.book.diagram import (AFTER_GAME, DIFFERS_COLOR, GAME_STAGES, Stage, bert_diagram, flow_diagram,
-                                  game_map, nsp_diagram, token_grid)
+from mlm_lib.book.diagram import DIFFERS_COLOR, Stage, bert_diagram, flow_diagram, nsp_diagram, token_grid
+from mlm_lib.book.game_map import AFTER_GAME, GAME_STAGES, game_map
 from mlm_lib.config import BertConfig
 from mlm_lib.sizes import parameter_counts
 
@@ -99,6 +99,8 @@ def test_the_map_draws_the_game_in_order_and_links_each_stages_chapters():
     assert [text.index(n) for n in names] == sorted(text.index(n) for n in names)
     assert "next" in text and "batch" in text  # the loop closes
     assert ET.fromstring(svg).get("role") == "group"  # its links stay reachable
+    for shown, name in re.findall(r"<a href='[^']+' aria-label='([^']+)'><text[^>]*>([^<]+)</text>", svg):
+        assert name in shown.split(":")[0], f"link {name!r} is named {shown!r}: a name must hold its visible text"
 
 
 def test_a_page_outside_the_notebooks_gives_the_maps_links_its_own_path():

@@ -58,9 +58,9 @@ def test_no_stray_notebooks_outside_the_book():
 
 
 def test_the_map_of_the_book_places_every_chapter_of_the_toc():
-    """Chapter 0's map of the game (mlm_lib.book.diagram.GAME_STAGES, AFTER_GAME) names only
+    """Chapter 0's map of the game (mlm_lib.book.game_map.GAME_STAGES, AFTER_GAME) names only
     chapters of the toc, and every chapter after 0 at least once."""
-    from mlm_lib.book.diagram import AFTER_GAME, GAME_STAGES
+    from mlm_lib.book.game_map import AFTER_GAME, GAME_STAGES
 
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     chapters = {Path(c["file"]).name for part in toc["parts"] for c in part["chapters"]
