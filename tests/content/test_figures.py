@@ -9,6 +9,8 @@
 - A figure drawn for the column (``mlm_lib.book.viz.column_figure``, which records in its PNG the
   width it is shown at and its smallest text as shown) is no wider than the column and shows no
   text under ``SMALLEST_TEXT_PX`` on a desktop.
+- A cell that draws a matplotlib figure folds its code on the site (tag ``hide-input``: a "Show
+  code cell source" toggle): the page shows the figure the prose discusses, the notebook all of it.
 - A multi-seed experiment is shown as a forest plot (``mlm_lib.book.viz.forest_figure``), and the
   prose names its conclusion: at most a couple of bracketed ``mean [low, high]`` intervals remain in
   any chapter's prose.
@@ -155,6 +157,33 @@ def test_every_figure_has_alt_text(path):
     assert not missing, (f"{path.stem}: {len(missing)} figure(s) without alt text ({missing}); "
                          "give a matplotlib cell metadata mystnb.image.alt, an SVG role='img' and "
                          "aria-label")
+
+
+FOLDED_CODE = {"hide-input", "remove-input"}
+
+
+def unfolded_figure_cells(path: Path) -> list[int]:
+    """Cells that draw a matplotlib figure and still show their code on the site."""
+    return [k for k, cell in enumerate(_cells(path)) if cell["cell_type"] == "code"
+            and any("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+            and not FOLDED_CODE & set(cell["metadata"].get("tags", []))]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_figure_code_is_folded_on_the_page(path):
+    cells = unfolded_figure_cells(path)
+    assert not cells, (f"{path.stem}: cells {cells} draw a figure and show their plotting code on the "
+                       "page: tag them hide-input")
+
+
+def test_an_unfolded_figure_cell_is_found(tmp_path):
+    figure = [{"output_type": "display_data", "data": {"image/png": "iVBOR"}}]
+    cells = [{"cell_type": "code", "metadata": {}, "source": "plt.show()", "outputs": figure},
+             {"cell_type": "code", "metadata": {"tags": ["hide-input"]}, "source": "", "outputs": figure},
+             {"cell_type": "code", "metadata": {}, "source": "print(1)", "outputs": []}]
+    path = tmp_path / "00_x.ipynb"
+    path.write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    assert unfolded_figure_cells(path) == [0]
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
