@@ -6,7 +6,9 @@
 (function () {
   "use strict";
   var SCALED = 0.9;  // shown at under this share of its drawn width: offer it at full size
-  var FIGURES = ".cell_output > img, .cell_output .output.text_html > svg[role='img']";
+  // a plotted image; a drawing (role img, or group when it holds links), also inside a row of drawings;
+  // the map of the game on the pages outside the chapters
+  var FIGURES = ".cell_output > img, .cell_output .output.text_html svg[role='img'], .cell_output .output.text_html svg[role='group'], .game-map > svg";
   var dialog, scroller;
 
   function drawnWidth(figure) {

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import unquote, urldefrag, urljoin, urlparse
 
 import pytest
@@ -289,9 +290,11 @@ def test_fits_a_phone(visit):
 # at, an SVG's smallest text on screen (font size times the drawing's scale), and whether its
 # "Enlarge figure" button (figure-zoom.js) is offered. A PNG's text size is the one its plotting
 # helper recorded in the file (mlm_lib.book.viz.column_png), times the shown share of its width.
+FIGURES_SELECTOR = re.search(r'var FIGURES = "([^"]+)"',
+                             (Path(__file__).resolve().parents[2] / "book/static/figure-zoom.js")
+                             .read_text(encoding="utf-8")).group(1)  # the figures figure-zoom.js offers
 FIGURES_JS = r"""
-() => Array.from(document.querySelectorAll(
-    ".cell_output > img, .cell_output .output.text_html > svg[role='img']"))
+(selector) => Array.from(document.querySelectorAll(selector))
   .filter(f => f.getBoundingClientRect().width > 0)
   .map(f => {
     const svg = f.tagName.toLowerCase() === 'svg';
@@ -321,7 +324,7 @@ def _png_text_px(visit_url: str, src: str) -> float | None:
 def _figure_text(page: Page, url: str) -> list[dict]:
     """FIGURES_JS, with each PNG's smallest text on screen filled in."""
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
-    found = page.evaluate(FIGURES_JS)
+    found = page.evaluate(FIGURES_JS, FIGURES_SELECTOR)
     for f in found:
         if f["src"] is not None:
             drawn_px = _png_text_px(url, f["src"])
