@@ -11,6 +11,8 @@
   text under ``SMALLEST_TEXT_PX`` on a desktop.
 - A cell that draws a matplotlib figure folds its code on the site (tag ``hide-input``: a "Show
   code cell source" toggle): the page shows the figure the prose discusses, the notebook all of it.
+- A legend sits outside the data: chapters place legends through ``legend_below`` (or a figure
+  legend placed ``outside``), never inside a panel, where it covers a curve or a bar sooner or later.
 - A multi-seed experiment is shown as a forest plot (``mlm_lib.book.viz.forest_figure``), and the
   prose names its conclusion: at most a couple of bracketed ``mean [low, high]`` intervals remain in
   any chapter's prose.
@@ -184,6 +186,34 @@ def test_an_unfolded_figure_cell_is_found(tmp_path):
     path = tmp_path / "00_x.ipynb"
     path.write_text(json.dumps({"cells": cells}), encoding="utf-8")
     assert unfolded_figure_cells(path) == [0]
+
+
+# A legend drawn inside a panel: ax.legend(...), axes[0].legend(...), or a figure legend not
+# placed outside the panels.
+LEGEND_IN_A_PANEL = re.compile(r"\b(?:ax\w*|axes\[[^]]+\])\.legend\(|\bfig\.legend\((?![\s\S]{0,300}?loc=[\"']outside)")
+
+
+def legends_in_panels(path: Path) -> list[tuple[int, str]]:
+    found = []
+    for k, cell in enumerate(_cells(path)):
+        if cell["cell_type"] == "code":
+            found += [(k, m.group(0)) for m in LEGEND_IN_A_PANEL.finditer("".join(cell["source"]))]
+    return found
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_legends_sit_outside_the_data(path):
+    found = legends_in_panels(path)
+    assert not found, f"{path.stem}: legends inside a panel {found}: use legend_below(fig, ax)"
+
+
+def test_a_legend_inside_a_panel_is_found(tmp_path):
+    sources = ['ax1.legend(loc="lower left")', "axes[0].legend()", "fig.legend(handles)",
+               'fig.legend(handles=[Patch(lw=2)],\n           loc="outside lower center")', "legend_below(fig, ax)"]
+    cells = [{"cell_type": "code", "metadata": {}, "source": s, "outputs": []} for s in sources]
+    path = tmp_path / "00_x.ipynb"
+    path.write_text(json.dumps({"cells": cells}), encoding="utf-8")
+    assert [k for k, _ in legends_in_panels(path)] == [0, 1, 2]
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
