@@ -156,8 +156,9 @@ def test_the_wheel_works_in_a_fresh_venv_outside_the_repository(installed_venv, 
     assert not Path(where[0]).is_relative_to(ROOT)
     assert where[1] == mlm_lib.__version__
 
-    filled = _run(["mlm-lib", "fill-mask", "the capital of france is [MASK] ."], cwd=tmp_path, env=env)
-    assert filled.startswith("[MASK] #1: ") and filled.count("(") == 5, filled  # the book's model, top 5
+    filled = _run(["mlm-lib", "fill-mask", "tirana is the capital of [MASK] ."], cwd=tmp_path, env=env)
+    # the book's model, its top 5: albania first (0.46, the next 0.03), as the README shows
+    assert filled.startswith("[MASK] #1: albania (") and filled.count("(") == 5, filled
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n".join(" ".join(f"The {a} was near the {b}." for a, b in
