@@ -29,6 +29,7 @@ from mlm_lib.batches import masked_batches
 from mlm_lib.checkpoint import MANIFEST, latest_checkpoint, load_checkpoint, save_checkpoint
 from mlm_lib.config import BertConfig
 from mlm_lib.device import init_distributed, resolve_device
+from mlm_lib.hf import load_hf_bert, load_hf_tokenizer
 from mlm_lib.inference import fill_mask, load_model
 from mlm_lib.init import build_model
 from mlm_lib.masking import BERT_CORRUPTION, Corruption
@@ -91,8 +92,10 @@ GENSIM_CORPORA = ("wikipedia", "lee")
 CORPUS_JOIN = "+"
 INSTALL_GENSIM = 'pip install gensim (or the extra: pip install "mlm_lib[corpus]")'
 EXIT_USAGE = 2  # as argparse exits on a bad command line
-MODEL_HELP = ("checkpoint folder, or a training run's folder (--out of train): its newest "
-              "checkpoint (default: the shipped model)")
+MODEL_HELP = ("checkpoint folder, a training run's folder (--out of train): its newest "
+              "checkpoint, or a Hugging Face BERT folder with an MLM head (config.json, weights, "
+              "vocab.txt) (default: the shipped model)")
+HF_CONFIG = "config.json"  # what marks a Hugging Face model folder
 
 
 class UsageError(Exception):
@@ -262,12 +265,13 @@ def checkpoint_folder(path: Path, flag: str) -> Path:
                          "run's --out folder")
     if not path.is_dir():
         raise UsageError(f"{flag} {path} is a file; give the checkpoint folder that holds it")
-    if (path / MANIFEST).exists():
+    if (path / MANIFEST).exists() or (path / HF_CONFIG).exists():
         return path
     newest = latest_checkpoint(path)
     if newest is None:
-        raise UsageError(f"{flag} {path} holds no checkpoint (no {MANIFEST}, no step-XXXXXXXX/ "
-                         "folder); give a checkpoint folder or a training run's --out folder")
+        raise UsageError(f"{flag} {path} holds no checkpoint (no {MANIFEST}, no {HF_CONFIG}, no "
+                         "step-XXXXXXXX/ folder); give a checkpoint folder, a training run's --out "
+                         "folder or a Hugging Face BERT folder")
     print(f"using {newest}, the newest checkpoint of {path}", file=sys.stderr)
     return newest
 
@@ -387,8 +391,13 @@ def model_folder(a: argparse.Namespace) -> Path:
 
 
 def _load(model_path: Path) -> tuple[BertForPreTraining, WordPieceTokenizer]:
-    model = load_model(model_path)
-    tok = checkpoint_tokenizer(model_path)
+    if (model_path / MANIFEST).exists():
+        model, tok = load_model(model_path), checkpoint_tokenizer(model_path)
+    else:  # a Hugging Face folder, read as mlm_lib.hf reads it
+        model, tok = load_hf_bert(model_path).eval(), load_hf_tokenizer(model_path)
+        if not isinstance(model, BertForPreTraining):
+            raise UsageError(f"--model {model_path}: this Hugging Face folder holds an encoder without "
+                             "an MLM head (BertModel weights), so it cannot fill a blank")
     if tok.vocab_size != model.config.vocab_size:
         raise ValueError(f"the tokenizer has {tok.vocab_size} pieces but the model expects "
                          f"{model.config.vocab_size}; put the training vocab.txt in {model_path}")
@@ -408,7 +417,8 @@ def eval_recipe(a: argparse.Namespace, model_path: Path, model: BertForPreTraini
     """How to cut the held-out text (the arguments of ``prepare_data``): as the checkpoint was
     trained (its stored ``train_config``), unless flags say otherwise, so that a model is scored
     on the kind of input it learned from."""
-    stored = load_checkpoint(model_path, weights_only=True).extra.get("train_config")
+    stored = (load_checkpoint(model_path, weights_only=True).extra.get("train_config")
+              if (model_path / MANIFEST).exists() else None)  # a Hugging Face folder keeps none
     values = {"max_seq_length": DEFAULT_EVAL_SEQ_LEN, "nsp": True}
     source = "defaults"
     if stored:

@@ -3,7 +3,8 @@
 Reads the ``BertForPreTraining``, ``BertForMaskedLM`` and ``BertModel`` layouts, old checkpoints'
 LayerNorm names (``gamma``/``beta``) and the ``position_ids`` buffer some of them store, and the
 folder's ``vocab.txt`` (:func:`load_hf_tokenizer`). Writes a folder that
-``transformers.BertForPreTraining.from_pretrained`` (or ``BertModel``) loads.
+``transformers.BertForPreTraining.from_pretrained`` (or ``BertModel``) loads, and, given the
+tokenizer, ``AutoTokenizer`` and ``pipeline("fill-mask")`` too.
 Nothing here imports transformers: the format is just names and tensors.
 """
 
@@ -173,10 +174,16 @@ def load_hf_bert(folder: str | Path) -> BertForPreTraining | BertModel:
     return model
 
 
-def save_hf_bert(model: BertForPreTraining | BertModel, folder: str | Path) -> None:
-    """Write config.json and model.safetensors in Hugging Face's layout.
+def save_hf_bert(model: BertForPreTraining | BertModel, folder: str | Path,
+                 tokenizer: WordPieceTokenizer | None = None) -> None:
+    """Write config.json and model.safetensors in Hugging Face's layout; given the model's
+    ``tokenizer``, also its ``vocab.txt`` and a ``tokenizer_config.json``, so that
+    ``AutoTokenizer`` reads the folder too.
 
-    The tied decoder is not stored (as transformers does); transformers re-ties it on load.
+    The tied decoder is not stored (as transformers does); transformers re-ties it on load. The
+    tokenizer's config says how it lower-cases and that it reads at most as many pieces as the
+    model has positions (``model_max_length``): without it transformers assumes 1e30, and
+    ``truncation=True`` would not cut where the model fails.
     """
     if not isinstance(model, (BertForPreTraining, BertModel)):
         raise ValueError(f"save_hf_bert takes a BertForPreTraining or BertModel, got {type(model).__name__}")
@@ -192,6 +199,14 @@ def save_hf_bert(model: BertForPreTraining | BertModel, folder: str | Path) -> N
     config.update(model_type="bert", architectures=[type(model).__name__],
                   position_embedding_type="absolute", tie_word_embeddings=True, is_decoder=False)
     (folder / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    if tokenizer is not None:
+        if tokenizer.vocab_size != model.config.vocab_size:
+            raise ValueError(f"the tokenizer has {tokenizer.vocab_size} pieces, the model "
+                             f"{model.config.vocab_size}: they do not belong together")
+        tokenizer.save_vocab(folder / "vocab.txt")
+        settings = {"do_lower_case": tokenizer.do_lower_case, "tokenizer_class": "BertTokenizer",
+                    "model_max_length": model.config.max_position_embeddings}
+        (folder / "tokenizer_config.json").write_text(json.dumps(settings, indent=2, sort_keys=True) + "\n")
 
 
 def load_hf_tokenizer(folder: str | Path) -> WordPieceTokenizer:

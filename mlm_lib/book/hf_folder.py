@@ -15,7 +15,6 @@ Nothing here imports transformers: the format is files.
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 
@@ -32,9 +31,5 @@ def book_hf_folder(folder: str | Path | None = None) -> Path:
     ``truncation=True`` cuts where the model would fail.
     """
     folder = Path(folder) if folder is not None else Path(tempfile.mkdtemp()) / "book-model"
-    model, tokenizer = book_model(), book_model_tokenizer()
-    save_hf_bert(model, folder)
-    tokenizer.save_vocab(folder / "vocab.txt")
-    config = {"do_lower_case": True, "model_max_length": model.config.max_position_embeddings}
-    (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    save_hf_bert(book_model(), folder, tokenizer=book_model_tokenizer())
     return folder

@@ -87,6 +87,29 @@ def test_train_export_fill_mask_eval_resume(tmp_path, capsys):
     assert steps == [4, 6]  # logged at the end of each run; the history carried over
 
 
+def test_fill_mask_and_eval_read_a_hugging_face_folder(tmp_path, capsys):
+    """A folder in Hugging Face's layout (config.json, weights, vocab.txt) answers as the
+    checkpoint it was written from; an encoder without its MLM head is refused in one line."""
+    from mlm_lib.hf import save_hf_bert
+    from mlm_lib.inference import load_model
+    from mlm_lib.tokenizer import checkpoint_tokenizer
+
+    shipped = default_model_dir()
+    model, tok = load_model(shipped), checkpoint_tokenizer(shipped)
+    save_hf_bert(model, tmp_path / "hf", tokenizer=tok)
+    sentence = "tirana is the capital of [MASK] ."
+    assert main(["fill-mask", sentence]) == 0
+    from_checkpoint = capsys.readouterr().out
+    assert main(["fill-mask", sentence, "--model", str(tmp_path / "hf")]) == 0
+    assert capsys.readouterr().out == from_checkpoint  # the same weights, the same answer
+    assert main(["eval", "--model", str(tmp_path / "hf"), "--max-examples", "32", "--threads", "1"]) == 0
+    assert "unigram baseline" in capsys.readouterr().out
+
+    save_hf_bert(model.bert, tmp_path / "encoder", tokenizer=tok)  # the encoder alone
+    assert main(["fill-mask", sentence, "--model", str(tmp_path / "encoder")]) == 2
+    assert "without an MLM head" in capsys.readouterr().err
+
+
 def test_fill_mask_without_mask_is_an_error(tmp_path, capsys):
     assert main(["fill-mask", "No blank here."]) == 2
     assert "no [MASK]" in capsys.readouterr().err

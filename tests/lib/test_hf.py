@@ -198,3 +198,23 @@ def test_real_pretrained_encoder_matches_transformers(dtype):
         return torch.nn.functional.normalize((h * m).sum(1) / m.sum(1), dim=-1)
     a, b, c = embed(["A man is playing a guitar.", "Someone plays the guitar.", "The stock market fell."])
     assert (a @ b) > (a @ c) + 0.2  # 0.2 is >10^5 times the rounding: a property of the weights
+
+
+def test_a_folder_saved_with_its_tokenizer_loads_in_auto_tokenizer_and_truncates_at_the_models_length(tmp_path):
+    from mlm_lib.config import BertConfig
+    from mlm_lib.tokenizer import SPECIAL_TOKENS, WordPieceTokenizer
+
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    pieces = list(SPECIAL_TOKENS) + list(letters) + ["##" + c for c in letters] + ["the", "cat", "sat", "."]
+    pieces += [f"w{k}" for k in range(SIZES["vocab_size"] - len(pieces))]
+    ours = WordPieceTokenizer(pieces)
+    model = BertForPreTraining(BertConfig(**SIZES)).eval()
+    save_hf_bert(model, tmp_path, tokenizer=ours)
+    theirs = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    text = "The cat sat on a mat."
+    assert theirs.tokenize(text) == ours.tokenize(text)  # the same pieces, lower-cased as ours
+    assert theirs.model_max_length == SIZES["max_position_embeddings"]
+    long = " ".join(["the cat sat ."] * 30)
+    assert len(theirs(long, truncation=True)["input_ids"]) == SIZES["max_position_embeddings"]
+    with pytest.raises(ValueError, match="do not belong together"):
+        save_hf_bert(model, tmp_path / "other", tokenizer=WordPieceTokenizer(pieces[:-1]))
