@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from html import escape
 
+from mlm_lib.loss import IGNORE_INDEX as IGNORED  # the label of a position out of the loss
 from mlm_lib.spans import Window
 from mlm_lib.book.diagram import EMBED_FILL, ENCODER_FILL, FAMILY, FONT, GRID_FILLS
 from mlm_lib.book.viz import COLUMN_WIDTH_PX, REFERENCE_COLOR, TEXT_COLOR, TRUE_TEXT_COLOR, wrap_title
 
-IGNORED = -100  # mlm_lib.masking.IGNORE_INDEX, the label a position out of the loss carries
 CHAR_W, PAD, ROW_H, ROW_GAP, MARGIN = 7.0, 10, 24, 4, 4
 TITLE_CHARS, TITLE_LINE_H = 80, 18
 ANSWER_FILL = GRID_FILLS["in M"]

@@ -16,9 +16,8 @@ from html import escape
 
 from mlm_lib.inference import SentenceLoss
 from mlm_lib.book.diagram import (EMBED_FILL, ENCODER_FILL, FAMILY, FONT, GRID_FILLS, HEAD_FILL, arrow_marker)
-from mlm_lib.book.viz import COLUMN_WIDTH_PX, REFERENCE_COLOR, TEXT_COLOR, TRUE_TEXT_COLOR
+from mlm_lib.book.viz import COLUMN_WIDTH_PX, MASK_TOKEN, REFERENCE_COLOR, TEXT_COLOR, TRUE_TEXT_COLOR
 
-MASK_TOKEN = "[MASK]"
 CHAR_W, PAD, ROW_H, LABEL_W, MARGIN = 7.0, 10, 26, 44, 4
 BOX_H, BOX_GAP, LANE_GAP = 40, 14, 16
 TITLE = "Every symbol of the loss on one sentence"
