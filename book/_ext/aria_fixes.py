@@ -15,6 +15,11 @@ aria-label goes; the summary's name is then its visible text.
 Both are fixed in each page's rendered body (``html-page-context``), which needs no copy of
 docutils' or myst-nb's HTML writers and leaves pages without citations or folded cells as they are.
 
+The sidebar's table of contents: pydata-sphinx-theme folds a chapter's sub-pages under a
+``<summary>`` holding only a chevron (``role="presentation"``), a control with no name. Each gets
+``aria-label="Sections of <the chapter's title>"``, added to what the theme's
+``generate_toctree_html`` returns.
+
 The theme's search button and light/dark switch: their accessible names left out text the button
 shows or reads out (WCAG 2.5.3, label in name). ``book/_templates`` holds the theme's two
 templates with that corrected, and is put ahead of the theme's own templates here.
@@ -48,10 +53,26 @@ def name_by_visible_text(body: str) -> str:
     return body.replace(_HIDDEN_CELL_TOGGLE, "<summary>")
 
 
+# a sidebar link to a page with sub-pages, then the unnamed toggle that folds them
+_SECTION_TOGGLE = re.compile(r'(<a class="[^"]*\breference internal\b[^"]*" href="[^"]*">)([^<]+)'
+                             r'(</a>\s*<details\b[^>]*>\s*)<summary>')
+
+
+def name_section_toggles(html: str) -> str:
+    """``html`` with each sidebar toggle that folds a page's sub-pages named after that page."""
+    return _SECTION_TOGGLE.sub(
+        lambda m: f'{m.group(1)}{m.group(2)}{m.group(3)}<summary aria-label="Sections of '
+                  f'{m.group(2).strip()}">', html)
+
+
 def _fix_page(app, pagename, templatename, context, doctree) -> None:
     body = context.get("body")
     if body:
         context["body"] = name_by_visible_text(replace_deprecated_roles(body))
+    toctree = context.get("generate_toctree_html")
+    if toctree is not None:
+        context["generate_toctree_html"] = lambda *args, **kwargs: name_section_toggles(
+            str(toctree(*args, **kwargs)))
 
 
 def _add_templates(app, config) -> None:
@@ -61,5 +82,5 @@ def _add_templates(app, config) -> None:
 
 def setup(app):  # noqa: D103 - Sphinx entry point
     app.connect("config-inited", _add_templates)
-    app.connect("html-page-context", _fix_page)
+    app.connect("html-page-context", _fix_page, priority=900)  # after the theme adds its functions
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -86,7 +86,7 @@ def test_results_file_is_complete(path):
 
 
 # The experiments a chapter re-runs live (seed 0, every arm it checks) and the chapter.
-REPRODUCED_IN = {"corruption": "06_corrupting_the_input", "leak": "07_inside_bert",
+REPRODUCED_IN = {"corruption": "06_corrupting_the_input", "leak": "07_the_layer",
                  "masking": "09_wordpiece", "nsp": "11_next_sentence_prediction",
                  "domain": "12_fine_tuning", "finetune": "12_fine_tuning",
                  "finetune_long": "12_fine_tuning", "task_shapes": "13_task_shapes",

@@ -59,6 +59,7 @@ class Visit:
     failed: list[str] = field(default_factory=list)
     offsite: list[str] = field(default_factory=list)
     height: int = 0  # px, at desktop width as the page opened (checks open widgets and answers)
+    words: int = 0  # what the page shows as it opened: the words of its main text, code and output
 
     def problems(self) -> list[str]:
         """Requests that left the machine, failed requests and console errors, so far."""
@@ -106,6 +107,12 @@ def open_page(page: Page, url: str) -> None:
     page.wait_for_timeout(300)
 
 
+# The words a reader is shown at open: the main column's rendered text (prose, code and printed
+# output; folded code, answers and solutions are not rendered, so not counted).
+SHOWN_WORDS = ("() => (document.querySelector('main') || document.body).innerText"
+               ".split(/\\s+/).filter(Boolean).length")
+
+
 class SitePages:
     """One open page at a time, at desktop width in a context of its own, kept open while the
     checks of that page run (the collection hook puts them together) and closed for the next."""
@@ -128,6 +135,7 @@ class SitePages:
             open_page(self.current.page, self.current.url)
             page_height = "() => document.documentElement.scrollHeight"
             self.current.height = self.current.page.evaluate(page_height)
+            self.current.words = self.current.page.evaluate(SHOWN_WORDS)
         return self.current
 
     def close(self) -> None:

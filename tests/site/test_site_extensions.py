@@ -67,6 +67,20 @@ def test_hidden_cell_toggle_is_named_by_its_text():
     assert "aria-label" not in fixed and "<summary>\n<p" in fixed
 
 
+def test_a_sidebar_toggle_is_named_after_its_page():
+    toc = ('<li class="toctree-l1 has-children"><a class="reference internal" href="07_inside_bert.html">'
+           'Inside BERT</a><details><summary><span class="toctree-toggle" role="presentation"><i></i>'
+           '</span></summary><ul><li class="toctree-l2"><a class="reference internal" '
+           'href="07_the_layer.html">The layer</a></li></ul></details></li>'
+           '<li class="toctree-l1"><a class="reference internal" href="08.html">Both</a></li>')
+    fixed = aria_fixes.name_section_toggles(toc)
+    assert fixed.count("<summary") == 1 and '<summary aria-label="Sections of Inside BERT">' in fixed
+    assert fixed.replace(' aria-label="Sections of Inside BERT"', "") == toc
+    current = toc.replace('class="reference internal" href="07_inside_bert.html"',
+                          'class="current reference internal" href="#"').replace("<details>", '<details open="open">')
+    assert 'aria-label="Sections of Inside BERT"' in aria_fixes.name_section_toggles(current)
+
+
 def test_template_overrides_exist():
     for name in ("search-button-field.html", "theme-switcher.html"):
         text = (aria_fixes.TEMPLATES / name).read_text(encoding="utf-8")
