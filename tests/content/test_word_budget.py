@@ -14,7 +14,7 @@ from word_count import chapter_words, prose_words
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-# Sixteen chapters (0-15) of about 1,000 words: the figures and forest plots say what bracketed
+# Sixteen chapters (0-15, chapter 7 on two pages) of about 1,000 words: the figures and forest plots say what bracketed
 # intervals and null results used to, so the book shrank from 17,700 words as its chapters grew.
 BOOK_BUDGET = 16_500
 CHAPTER_BUDGET = 1_800
