@@ -218,7 +218,8 @@ def _batches(data: TaskSet, tokenizer: Any, order: Sequence[int], batch_size: in
 def evaluate_task(model: nn.Module, tokenizer: Any, data: TaskSet, max_length: int = 64,
                   batch_size: int = 128) -> dict[str, float]:
     """The model's ``objective`` over a held-out set: mean loss and the head's own measures
-    (accuracy for a classifier; F1 for a tagger; exact match for a span head)."""
+    (accuracy for a classifier; piece-level F1, ``token_f1``, for a tagger; exact match for a
+    span head)."""
     _check_set(data, model, "evaluation")
     device = next(model.parameters()).device
     batches = list(_batches(data, tokenizer, range(len(data)), batch_size, max_length, device))

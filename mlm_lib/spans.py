@@ -190,7 +190,9 @@ def nbest_answers(windows: Sequence[Window], start_logits: Sequence[torch.Tensor
     ``[SEP]``, past the end: an answer must lie inside one window's context), when the end is
     before the start, or when it is longer than ``max_answer_pieces``. The same characters found
     in two overlapping windows count once, at their best score. An empty list: no window had a
-    valid pair."""
+    valid pair. Two of ``run_squad.py``'s rules differ: it also drops a start that is not in its
+    window's "max context" (the window where the piece has the most context on both sides, its
+    line 798), and its default cap is 30 pieces (line 113; chapter 13 passes 16)."""
     best: dict[tuple[int, int], Answer] = {}
     for w, (window, s_logits, e_logits) in enumerate(zip(windows, start_logits, end_logits)):
         s_logits, e_logits = torch.as_tensor(s_logits).float(), torch.as_tensor(e_logits).float()

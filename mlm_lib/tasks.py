@@ -88,7 +88,9 @@ class BertTokenClassifier(FinetunedBert):
 
     def objective(self, b: Batch) -> tuple[torch.Tensor, Sums]:
         """Mean cross-entropy over the labelled positions only (the rest are ``IGNORE_INDEX``); the
-        accuracy there, and micro F1 over the labels other than 0: 2 TP / (2 TP + FP + FN)."""
+        accuracy there, and ``token_f1``: micro F1 over the labelled pieces whose label is not 0,
+        2 TP / (2 TP + FP + FN). A piece-level figure for watching training, not CoNLL's entity F1
+        (whole entities, exact words and type), which :func:`evaluate_task` reports."""
         logits = self(b["input_ids"], b["token_type_ids"], b["attention_mask"])
         gold = b["labels"]
         loss = F.cross_entropy(logits.flatten(0, 1).float(), gold.flatten(),
@@ -100,7 +102,7 @@ class BertTokenClassifier(FinetunedBert):
         fp = ((pred != gold) & (pred != 0)).sum()
         fn = ((pred != gold) & (gold != 0)).sum()
         return loss, {"loss": (loss.detach() * n, n), "accuracy": ((pred == gold).sum(), n),
-                      "f1": (2 * tp, 2 * tp + fp + fn)}
+                      "token_f1": (2 * tp, 2 * tp + fp + fn)}
 
 
 # ---------------------------------------------------------------- a span of segment B
@@ -185,9 +187,11 @@ def windows_for(tokenizer: Any, questions: Sequence[str], contexts: Sequence[str
                 answers: Sequence[tuple[int, int] | None], max_length: int,
                 stride: int = STRIDE, answered_only: bool = False) -> WindowSet:
     """Every example's windows (``answers``: each answer's characters ``(first, end)`` in its
-    context). ``answered_only``: keep just the windows that hold their whole answer, the ones a
-    span head restricted to B can be trained on (BERT points the others at ``[CLS]``, for
-    SQuAD 2.0's unanswerable questions; here every question has an answer)."""
+    context). ``answered_only``: keep just the windows that hold their whole answer, the ones the
+    book's span head trains on. BERT's ``run_squad.py`` (lines 409-420, google-research/bert at
+    eedf571) and Hugging Face's ``run_qa.py`` keep the other windows too, for SQuAD 1.1 as well,
+    with start and end at ``[CLS]`` (position 0): a head trained so learns to say "not in this
+    window"; this one is never asked to."""
     windows, example = [], []
     for i, (q, c, a) in enumerate(zip(questions, contexts, answers, strict=True)):
         for w in question_windows(tokenizer, q, c, max_length, stride, a):

@@ -316,7 +316,8 @@ def test_launch_buttons_point_at_files_that_exist():
     assert re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", repo["url"])  # what Colab can open
     book = ROOT / repo.get("path_to_book", "")
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [ch["file"] for part in toc["parts"] for ch in part["chapters"]]
+    files = [entry["file"] for part in toc["parts"] for ch in part["chapters"]
+             for entry in (ch, *ch.get("sections", []))]  # a chapter's second page is a section
     notebooks = [f for f in files if f.startswith("notebooks/")]
     assert len(notebooks) == len(CHAPTERS)
     missing = [f for f in files if not any((book / f"{f}{ext}").is_file() for ext in (".ipynb", ".md"))]

@@ -53,7 +53,7 @@ def test_tagging_loss_is_the_mean_over_labelled_positions_and_f1_leaves_out_labe
     tp = int(((pred == gold) & (gold != 0)).sum())
     fp = int(((pred != gold) & (pred != 0)).sum())
     fn = int(((pred != gold) & (gold != 0)).sum())
-    assert (int(sums["f1"][0]), int(sums["f1"][1])) == (2 * tp, 2 * tp + fp + fn)
+    assert (int(sums["token_f1"][0]), int(sums["token_f1"][1])) == (2 * tp, 2 * tp + fp + fn)
 
 
 def test_the_tagger_learns_which_words_are_tagged(tok):
@@ -62,10 +62,10 @@ def test_the_tagger_learns_which_words_are_tagged(tok):
     tags = [[0, 1, 0, 1] for _ in words]
     data = TaggedSet(words, tags, ["o", "noun"])
     model = BertTokenClassifier.from_scratch(tiny_config(tok.vocab_size), num_labels=2, seed=0)
-    before = evaluate_task(model, tok, data, max_length=16)["f1"]
+    before = evaluate_task(model, tok, data, max_length=16)["token_f1"]
     cfg = FinetuneConfig(epochs=8, batch_size=8, lr=1e-2, max_length=16, progress=False)
     after = evaluate_task(finetune(model, tok, data, cfg).model, tok, data, max_length=16)
-    assert after["f1"] == 1.0 and after["accuracy"] == 1.0 and before < 1.0
+    assert after["token_f1"] == 1.0 and after["accuracy"] == 1.0 and before < 1.0
 
 
 def test_tagged_set_rejects_bad_input():
