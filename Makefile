@@ -128,8 +128,8 @@ NBVAL := $(BIN)/pytest --nbval-lax --nbval-current-env --nbval-sanitize-with tes
 
 # Two workers (pytest-xdist), one per core, each taking a whole file (its module fixtures built
 # once): the long reproduction and install tests (tests/conftest.py's LONG_FIRST) run beside the
-# rest. The tests marked slow (the recipe's 800-step reproduction, whose first 100 steps
-# tests/book checks) run in test-slow. test-lib needs only the Python environment (no npm, no
+# rest. The tests marked slow (the reproductions of results files no chapter re-runs, the recipe's
+# first 100 steps among them) run in test-slow. test-lib needs only the Python environment (no npm, no
 # export of the site's model, no network); test-book needs both (Vega under Node.js, the browser
 # model); test-install needs the Python environment and the network (pip, into fresh environments).
 PYTEST_2 := $(BIN)/pytest -m "not slow" -q -n 2 --dist loadfile --no-loadscope-reorder --durations=15

@@ -7,7 +7,8 @@ cell nbval checks, whether those runs land within the experiment's tolerance of 
 (``results.reproduces``); the tests here make sure they still do, and re-run the one
 experiment no chapter runs (the recipe's cheapest arm, first seed), so no run is made twice. That
 run takes 800 steps from scratch (about three minutes on two cores): it is marked ``slow`` and run
-by ``make test-slow``; ``make test`` re-runs its first 100 steps against the same run's record.
+by ``make test-slow``, which first re-runs its first 100 steps against the same run's record, so a
+changed computation is named within seconds of the start.
 """
 
 from __future__ import annotations
@@ -128,6 +129,7 @@ RECIPE_PREFIX = Path(__file__).resolve().parent / "fixtures" / "recipe_prefix.js
 PREFIX_TOLERANCE = {"mlm_loss": 1e-4, "mlm_acc": 2e-3}
 
 
+@pytest.mark.slow
 def test_the_recipe_run_begins_as_the_run_that_reproduced_its_file():
     record = json.loads(RECIPE_PREFIX.read_text())
     threads = torch.get_num_threads()
