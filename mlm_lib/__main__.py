@@ -1,4 +1,4 @@
-"""Command line: ``python -m mlm_lib {train, fill-mask, eval}``.
+"""Command line: ``python -m mlm_lib {train, fill-mask, eval, export-hf}``.
 
 Examples::
 
@@ -7,6 +7,7 @@ Examples::
     python -m mlm_lib train --config my.json --corpus notes.txt --vocab my-vocab.txt --out runs/notes
     python -m mlm_lib train --config mlm_lib/assets/recipes/book-32.json --out runs/book-32
     python -m mlm_lib eval --model runs/mini/step-00001000
+    python -m mlm_lib export-hf book-model-hf   # then: pipeline("fill-mask", model="book-model-hf")
     torchrun --nproc_per_node 2 -m mlm_lib train --preset tiny --out runs/ddp
 """
 
@@ -29,7 +30,7 @@ from mlm_lib.batches import masked_batches
 from mlm_lib.checkpoint import MANIFEST, latest_checkpoint, load_checkpoint, save_checkpoint
 from mlm_lib.config import BertConfig
 from mlm_lib.device import init_distributed, resolve_device
-from mlm_lib.hf import load_hf_bert, load_hf_tokenizer
+from mlm_lib.hf import load_hf_bert, load_hf_tokenizer, save_hf_bert
 from mlm_lib.inference import fill_mask, load_model
 from mlm_lib.init import build_model
 from mlm_lib.masking import BERT_CORRUPTION, Corruption
@@ -169,6 +170,13 @@ def add_query_commands(sub: Any) -> None:
                         "checkpoint's training recipe, else pairs")
     e.add_argument("--max-examples", type=int, default=None)
     e.add_argument("--threads", type=int, default=None)
+
+    x = sub.add_parser("export-hf", help="write a checkpoint as a Hugging Face BERT folder",
+                       description="config.json, model.safetensors (float32), vocab.txt and "
+                                   "tokenizer_config.json: what transformers' from_pretrained and "
+                                   "pipeline read, with no mlm_lib call.")
+    x.add_argument("out", type=Path, help="the folder to write (new, or empty)")
+    x.add_argument("--model", type=Path, help=MODEL_HELP)
 
 
 def train_config_from_args(a: argparse.Namespace) -> TrainConfig:
@@ -412,6 +420,25 @@ def cmd_fill_mask(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export_hf(a: argparse.Namespace) -> int:
+    out = a.out
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"{out} exists and is not an empty folder; name a new one")
+    source = model_folder(a)
+    model, tok = _load(source)
+    # written beside the target and renamed into place: an interrupted export leaves no half folder
+    partial = out.with_name(out.name + ".partial")
+    if partial.exists():
+        raise UsageError(f"{partial} is in the way (an interrupted export?); remove it")
+    save_hf_bert(model, partial, tokenizer=tok)
+    if out.exists():
+        out.rmdir()
+    partial.rename(out)
+    print(f"wrote {out} from {source}; transformers reads it: "
+          f"pipeline(\"fill-mask\", model=\"{out}\")")
+    return 0
+
+
 def eval_recipe(a: argparse.Namespace, model_path: Path, model: BertForPreTraining
                 ) -> tuple[dict[str, Any], str]:
     """How to cut the held-out text (the arguments of ``prepare_data``): as the checkpoint was
@@ -458,7 +485,8 @@ def cmd_eval(a: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handler = {"train": cmd_train, "fill-mask": cmd_fill_mask, "eval": cmd_eval}[args.command]
+    handler = {"train": cmd_train, "fill-mask": cmd_fill_mask, "eval": cmd_eval,
+               "export-hf": cmd_export_hf}[args.command]
     try:
         check_flag_values(args)
         return handler(args)

@@ -29,7 +29,7 @@ import functools
 import json
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -283,21 +283,22 @@ def write_task_files(read: Sequence[str], unread: Sequence[str]) -> list[Path]:
 
 # ---------------------------------------------------------------- reading them back
 
-def load_link_tagging() -> Any:
-    """The CoNLL files as a ``datasets.DatasetDict`` (train, test) with columns ``tokens`` and
-    ``tags`` (a ``ClassLabel`` of ``TAGS``), the layout of the Hub's ``conll2003``; ``datasets``
-    has no CoNLL reader for local files, so the columns are read here."""
+def load_link_tagging(files: Mapping[str, str | Path] = TAGGING_FILES) -> Any:
+    """CoNLL files (``word<TAB>tag`` lines, a blank line after each sentence) as a
+    ``datasets.DatasetDict``, a split per file, with columns ``tokens`` and ``tags``: the layout of
+    the Hub's ``conll2003``. ``datasets`` has no CoNLL reader for local files, so the columns are
+    read here. ``tags`` is a ``ClassLabel`` of ``O`` and then every other tag of the files in
+    sorted order: for the book's files, :data:`TAGS`; ``files`` may name a reader's own."""
     import datasets  # slow to import; only the readers need it
+    sentences = {split: read_conll(path) for split, path in files.items()}
+    names = ["O", *sorted({t for split in sentences.values() for _, ts in split for t in ts} - {"O"})]
     features = datasets.Features({"tokens": datasets.Sequence(datasets.Value("string")),
-                                  "tags": datasets.Sequence(datasets.ClassLabel(names=TAGS))})
-    splits = {}
-    for split, path in TAGGING_FILES.items():
-        sentences = read_conll(path)
-        splits[split] = datasets.Dataset.from_dict(
-            {"tokens": [w for w, _ in sentences], "tags": [[TAGS.index(t) for t in ts]
-                                                           for _, ts in sentences]},
-            features=features)
-    return datasets.DatasetDict(splits)
+                                  "tags": datasets.Sequence(datasets.ClassLabel(names=names))})
+    return datasets.DatasetDict({
+        split: datasets.Dataset.from_dict({"tokens": [w for w, _ in rows],
+                                           "tags": [[names.index(t) for t in ts] for _, ts in rows]},
+                                          features=features)
+        for split, rows in sentences.items()})
 
 
 def _flatten_squad(batch: dict[str, list]) -> dict[str, list]:
@@ -314,12 +315,12 @@ def _flatten_squad(batch: dict[str, list]) -> dict[str, list]:
     return out
 
 
-def load_link_questions() -> Any:
-    """The SQuAD files through ``datasets.load_dataset("json", field="data")``, flattened to the
-    columns of the Hub's ``squad`` (``id``, ``title``, ``context``, ``question``, ``answers`` with
-    ``text`` and ``answer_start`` lists)."""
+def load_link_questions(files: Mapping[str, str | Path] = SQUAD_FILES) -> Any:
+    """SQuAD files through ``datasets.load_dataset("json", field="data")``, a split per file,
+    flattened to the columns of the Hub's ``squad`` (``id``, ``title``, ``context``, ``question``,
+    ``answers`` with ``text`` and ``answer_start`` lists); ``files`` may name a reader's own."""
     import datasets
     datasets.disable_progress_bars()  # a bar per split and per map: noise in a chapter's output
-    raw = datasets.load_dataset("json", data_files={k: str(v) for k, v in SQUAD_FILES.items()},
+    raw = datasets.load_dataset("json", data_files={k: str(v) for k, v in files.items()},
                                 field="data")
-    return raw.map(_flatten_squad, batched=True, remove_columns=raw["train"].column_names)
+    return raw.map(_flatten_squad, batched=True, remove_columns=next(iter(raw.values())).column_names)

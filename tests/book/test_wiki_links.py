@@ -56,3 +56,18 @@ def test_the_files_are_conll_and_squad_and_load_through_datasets():
 def test_link_agreement_counts_unlinked_mentions():
     counts = link_agreement(["Aristotle"])
     assert counts["linked"] > 0 and counts["unlinked"] > 0
+
+
+def test_a_readers_own_files_load_with_their_own_tags(tmp_path):
+    """Other tags than the book's: "O" first, then the rest sorted, the same for every split."""
+    (tmp_path / "a.conll").write_text("Anna\tB-PERSON\nlives\tO\nin\tO\nRiga\tB-CITY\n\n")
+    (tmp_path / "b.conll").write_text("Riga\tB-CITY\nis\tO\nold\tO\n\n")
+    data = load_link_tagging({"train": tmp_path / "a.conll", "test": tmp_path / "b.conll"})
+    names = data["train"].features["tags"].feature.names
+    assert names == ["O", "B-CITY", "B-PERSON"] == data["test"].features["tags"].feature.names
+    assert data["train"][0] == {"tokens": ["Anna", "lives", "in", "Riga"], "tags": [2, 0, 0, 1]}
+    squad = {"data": [{"title": "Riga", "paragraphs": [{"context": "Riga is old.", "qas": [
+        {"id": "q1", "question": "what is old?", "answers": [{"text": "Riga", "answer_start": 0}]}]}]}]}
+    (tmp_path / "q.json").write_text(json.dumps(squad))
+    questions = load_link_questions({"validation": tmp_path / "q.json"})
+    assert questions["validation"][0]["answers"] == {"text": ["Riga"], "answer_start": [0]}

@@ -159,6 +159,8 @@ def test_the_wheel_works_in_a_fresh_venv_outside_the_repository(installed_venv, 
     filled = _run(["mlm-lib", "fill-mask", "tirana is the capital of [MASK] ."], cwd=tmp_path, env=env)
     # the book's model, its top 5: albania first (0.46, the next 0.03), as the README shows
     assert filled.startswith("[MASK] #1: albania (") and filled.count("(") == 5, filled
+    exported = _run(["mlm-lib", "export-hf", tmp_path / "book-model-hf"], cwd=tmp_path, env=env)
+    assert (tmp_path / "book-model-hf" / "tokenizer_config.json").is_file(), exported  # README's line
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n\n".join(" ".join(f"The {a} was near the {b}." for a, b in

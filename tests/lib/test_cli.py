@@ -27,7 +27,7 @@ def test_help_explains_the_commands(capsys):
         main(["--help"])
     assert e.value.code == 0
     out = capsys.readouterr().out
-    for word in ("train", "fill-mask", "eval"):
+    for word in ("train", "fill-mask", "eval", "export-hf"):
         assert word in out
     with pytest.raises(SystemExit):
         main(["train", "--help"])
@@ -253,3 +253,22 @@ def test_other_mistakes_are_one_line(argv, message, tmp_path, capsys):
     fill = {"OUT": str(tmp_path / "o")}
     assert main([fill.get(arg, arg).replace("TMP", str(tmp_path)) for arg in argv]) == EXIT_USAGE
     assert message.replace("TMP", str(tmp_path)) in one_line_error(capsys)
+
+
+def test_export_hf_writes_a_folder_transformers_fills_blanks_with(tmp_path, capsys):
+    """`export-hf` writes the shipped model so that transformers' own pipeline, with no mlm_lib
+    call, ranks the same first answer as `fill-mask`; a folder in the way is refused in one line."""
+    from transformers import pipeline
+
+    sentence = "tirana is the capital of [MASK] ."
+    assert main(["fill-mask", sentence, "--top-k", "1"]) == 0
+    ours = capsys.readouterr().out.split(": ", 1)[1].split(" (")[0]
+    out = tmp_path / "book-model-hf"
+    assert main(["export-hf", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().out and not (tmp_path / "book-model-hf.partial").exists()
+    assert {p.name for p in out.iterdir()} == {"config.json", "model.safetensors", "vocab.txt",
+                                                "tokenizer_config.json"}
+    theirs = pipeline("fill-mask", model=str(out), device="cpu")(sentence)[0]["token_str"]
+    assert theirs == ours
+    assert main(["export-hf", str(out)]) == EXIT_USAGE  # not empty: nothing overwritten
+    assert "not an empty folder" in capsys.readouterr().err
