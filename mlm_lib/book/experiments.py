@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 
-from mlm_lib.book import (corruption, domain, generation, leak, masking_units, nsp, regrown, transfer,
-                          which_article)
+from mlm_lib.book import (corruption, domain, generation, hf_routes, leak, masking_units, nsp, regrown,
+                          transfer, which_article)
 from mlm_lib.book.book_model import BOOK_RECIPE_32
 from mlm_lib.book.chapter_runs import CONTINUE, chapter_data, score
 from mlm_lib.book.replaced_tokens import ARMS as ELECTRA_ARMS
@@ -213,6 +213,15 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
         settings={**FINETUNE, "lr_by_arm": {SECOND_AT_BERT_RATE: BERT_FINETUNE_LR},
                   "sizes": {"pair": SIZES, "tagging": WIKI_LINK_SIZES, "span": WIKI_LINK_QUESTIONS},
                   "tasks": {k: list(t.measures) for k, t in TASKS.items()},
+                  "train": "articles the book's model read", "test": "the five it never read"}),
+    Experiment(
+        name="hf_routes",
+        question="Fine-tuned through 🤗 Trainer with chapter 13's settings, do the book's tagger and "
+                 "span head land where mlm_lib's do; and does the span head trained on every window, "
+                 "[CLS] where the answer is not (BERT's way), answer better than one trained on the "
+                 "answering windows alone? (chapter 13, its second page)",
+        arms=hf_routes.ARMS, run=hf_routes.route_metrics, cheapest_arm=hf_routes.TAGGER,
+        settings={**FINETUNE, "overlap": hf_routes.OVERLAP, "checkpoint": "the book's model as a 🤗 folder",
                   "train": "articles the book's model read", "test": "the five it never read"}),
     Experiment(
         name="generation",
