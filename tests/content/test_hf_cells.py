@@ -3,8 +3,7 @@
 The pages say their Trainer cells are what a project writes: one argument names the checkpoint
 and one call names the data. Here they are given the book's second model exported as a 🤗 folder
 (6 layers of 384 on BERT's 30,522-piece vocabulary, an MLM head on top) and small CoNLL and SQuAD
-files with tags the book never uses; only those lines and the number of seeds change, each found
-exactly once, and every cell a reader runs (solutions included) must run. An encoder saved without
+files with tags the book never uses; only those lines change, each found exactly once, and every cell a reader runs (solutions included) must run. An encoder saved without
 its MLM head fine-tunes too: a tagger and a reader need the encoder only.
 """
 
@@ -42,7 +41,6 @@ final = {{"pretrained encoder": [0.5, 0.6]}}
 # The lines a reader changes, as the page writes them: each must be on the page exactly once.
 SWAPS = {
     "CHECKPOINT = book_hf_folder()": "CHECKPOINT = {checkpoint!r}",
-    "SEEDS = range(5)": "SEEDS = range(2)",  # two seeds: intervals still exist, the run is short
     "tags = load_link_tagging()": "tags = load_link_tagging({tagging!r})",
     "questions = load_link_questions()": "questions = load_link_questions({squad!r})",
 }
@@ -76,13 +74,13 @@ def section_program(path: Path, heading: str) -> str:
 
 def test_a_page_without_a_readers_line_is_refused(tmp_path):
     program = page_program(checkpoint="x", tagging={"train": "a"}, squad={"train": "b"})
-    assert "CHECKPOINT = 'x'" in program and "SEEDS = range(2)" in program
+    assert "CHECKPOINT = 'x'" in program and "load_link_tagging({'train': 'a'})" in program
     page = nbformat.read(PAGE, as_version=4)
-    for cell in page.cells:
-        cell.source = cell.source.replace("SEEDS = range(5)", "SEEDS = range(3)")
+    for cell in page.cells:  # a page that names its checkpoint another way
+        cell.source = cell.source.replace("CHECKPOINT = book_hf_folder()", "CHECKPOINT = BOOK")
     planted = tmp_path / "planted.ipynb"
     nbformat.write(page, planted)
-    with pytest.raises(AssertionError, match=r"SEEDS = range\(5\)` 0 times"):
+    with pytest.raises(AssertionError, match=r"CHECKPOINT = book_hf_folder\(\)` 0 times"):
         page_program(planted, checkpoint="x", tagging={}, squad={})
 
 

@@ -88,8 +88,9 @@ def _results_numbers(name: str) -> list[tuple[Decimal, int]]:
     """The numbers of a results file at full precision: every run's metrics and each arm's mean."""
     results = load_results(name)
     values = [v for run in results.runs for v in run.metrics.values()]
+    measured = {run.arm: run.metrics for run in results.runs}  # arms may measure different things
     values += [results.interval(arm, metric).mean for arm in results.arms
-               for metric in results.runs[0].metrics]
+               for metric in measured[arm]]
     return [(Decimal(repr(float(v))), 17) for v in values]
 
 
