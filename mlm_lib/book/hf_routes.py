@@ -41,7 +41,8 @@ from mlm_lib.spans import Window, align_labels, char_span_to_pieces, nbest_answe
 from mlm_lib.tasks import MAX_ANSWER_PIECES, N_BEST, squad_scores
 
 # 🤗's stride is the overlap of two windows: with about 55 context pieces in a window, each then
-# starts about 31 pieces after the last, near the step of 32 (BERT's doc_stride) chapter 13 uses.
+# starts about 31 pieces after the last, near chapter 13's step of 32 (mlm_lib.tasks.STRIDE, what
+# BERT's run_squad.py calls doc_stride; its default there is 128, for 384 positions).
 OVERLAP = 24
 TAGGER = "Trainer tagger"
 EVERY_WINDOW = "Trainer reader, every window"  # [CLS] labels where the answer is not (BERT's way)
@@ -75,7 +76,8 @@ def trainer_tagger(checkpoint: str, tokenizer: Any, data: datasets.DatasetDict, 
                    held_out: str = "test", lr: float = FINETUNE["lr"],
                    epochs: int = FINETUNE["epochs"], **args: Any) -> Trainer:
     """A tagger fine-tuned on ``data["train"]`` and scored on ``data[held_out]``; ``args`` go to
-    ``TrainingArguments`` (a development set's ``eval_strategy``, say)."""
+    ``TrainingArguments`` (a development set's ``eval_strategy``, say; ``use_cpu=False`` for a GPU).
+    ``lr``: the book's model's rate by default; a BERT-base-sized checkpoint wants BERT's."""
     transformers.set_seed(seed)  # the new layer's weights, then the data order
     names = data["train"].features["tags"].feature.names
     model = AutoModelForTokenClassification.from_pretrained(
@@ -119,11 +121,14 @@ def with_answers(batch: dict, rows: list[int], tokenizer: Any, overlap: int = OV
     return enc | {"start_positions": starts, "end_positions": ends}
 
 
-def trainer_reader(checkpoint: str, tokenizer: Any, train: datasets.Dataset, seed: int) -> Trainer:
-    """A span head fine-tuned on these windows (with_answers' columns)."""
+def trainer_reader(checkpoint: str, tokenizer: Any, train: datasets.Dataset, seed: int,
+                   lr: float = FINETUNE["lr"], epochs: int = FINETUNE["epochs"], **args: Any) -> Trainer:
+    """A span head fine-tuned on these windows (with_answers' columns); ``lr``: a checkpoint of
+    BERT-base's size wants BERT's rates (5e-5, 3e-5, 2e-5), not the book's model's."""
     transformers.set_seed(seed)
+    cfg = FinetuneConfig(**{**FINETUNE, "lr": lr, "epochs": epochs}, seed=seed)
     trainer = Trainer(model=AutoModelForQuestionAnswering.from_pretrained(checkpoint),
-                      args=training_arguments(FinetuneConfig(**FINETUNE, seed=seed)),
+                      args=training_arguments(cfg, **args),
                       train_dataset=train, data_collator=DataCollatorWithPadding(tokenizer))
     trainer.remove_callback(transformers.PrinterCallback)
     trainer.train()

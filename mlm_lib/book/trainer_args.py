@@ -28,8 +28,9 @@ ADAM_EPS: float = _OPTIMIZER_DEFAULTS["eps"].default
 
 
 def training_arguments(cfg: FinetuneConfig, **overrides: Any) -> Any:
-    """``transformers.TrainingArguments`` for ``cfg`` (its seed included), on the CPU, writing into a
-    fresh temporary folder; ``overrides`` are passed on (``eval_strategy="epoch"``, say)."""
+    """``transformers.TrainingArguments`` for ``cfg`` (its seed included), on the CPU (the book's
+    models gain nothing from a GPU; ``use_cpu=False`` overrides it), writing into a fresh temporary
+    folder; ``overrides`` are passed on (``eval_strategy="epoch"``, say)."""
     from transformers import TrainingArguments  # the [hf] extra: only the Trainer cells need it
 
     settings = dict(
