@@ -13,6 +13,14 @@
   them).
 - **"Measured" where it was cited.** A table with an "in this book" column says per row which it
   is: measured (with the chapter that measured it), used but not compared, or not measured.
+- **A reason no experiment isolated.** A sentence that gives a cause ("because", "since", "the
+  reason", "is due to", "caused by", "explains why", "which is why") for a measured comparison (its
+  effect holds a comparison, such as higher, lower, more, ahead or a paired difference, and a
+  metric, such as loss, accuracy, F1 or nats, or a measured number) links the experiment that
+  isolated the cause, or names it ("measured", "isolated", "ablation", "the arm"), or says the
+  cause is untested ("not tested", "untested"). A reason that is a formula ("because log 1 = 0")
+  is arithmetic, and a cited one is the source's; a sentence without a comparison and a metric
+  ("the pooler trains, because MLM never trained it") explains a definition, not a measurement.
 """
 
 from __future__ import annotations
@@ -200,3 +208,95 @@ def test_a_row_that_does_not_say_which_is_caught():
 def test_tables_say_measured_or_cited(path):
     bad = [row for c in _cells(path) if c["cell_type"] == "markdown" for row in unlabelled_rows(_source(c))]
     assert not bad, f"{path.stem}: table rows that do not say measured / used, not compared / not measured: {bad}"
+
+
+# ------------------------------------------------------------------------------ the reasons
+# A cause given after its effect: "X, because Y"; since (not "since then"), the reason, due to,
+# caused by, thanks to, owing to. And before it: "Y, which is why X"; "Y explains why X".
+CAUSE_AFTER = re.compile(r"\b(?:because|the reason|(?:is|are|was|were) (?:partly |largely |mostly )?due to|"
+                         r"caused by|(?<!ever )since(?! then\b| \d)|thanks to|owing to)\b", re.I)
+CAUSE_BEFORE = re.compile(r"\b(?:(?:which|that|this) is why|explains why)\b", re.I)
+# A sentence that opens with its marker takes the other half from the sentence before it.
+OPENS = re.compile(r"^\W*(?:the reason|this is because|that is because|this is why|that is why)\b", re.I)
+# What makes a sentence about a measured comparison: a comparison, and a metric or a measured number.
+COMPARISON = re.compile(r"\b(?:higher|lower|highest|lowest|faster|slower|more|less|fewer|better|worse|"
+                        r"best|worst|larger|smaller|above|below|ahead|behind|beats?|trails?|leads?|gaps?|"
+                        r"differ\w*|paired|closes?|apart|agree\w*|gains?|loses?|falls?|rises?|within)\b", re.I)
+METRIC = re.compile(r"\b(?:loss(?:es)?|accuracy|F1|perplexity|exact match|entropy|nats?|intervals?|"
+                    r"IsNext|held-out|log-probability)\b", re.I)
+MEASURED_NUMBER = re.compile(r"(?<![\w.])\d+\.\d+|\d\s?%")
+# What backs a cause: the experiment that isolated it, linked or named, or a plain "not tested".
+ISOLATED = re.compile(r"\]\((?:#|\d\d_)|\{(?:ref|numref)\}|\b(?:measured|isolat\w*|ablations?|the arms?)\b", re.I)
+UNTESTED = re.compile(r"\b(?:not tested|untested|not isolated|not measured|not checked)\b", re.I)
+FORMULA = "\u27e8formula\u27e9"  # a formula's place in a sentence: a reason that holds one is arithmetic
+
+
+def _prose_sentences(markdown: str) -> list[str]:
+    """A cell's sentences, with each formula kept as a marker and inline code dropped."""
+    text = re.sub(r"\$\$.*?\$\$", FORMULA, markdown, flags=re.S)
+    text = re.sub(r"\$[^$\n]*\$", FORMULA, text)
+    text = re.sub(r"`[^`\n]*`", " ", text)
+    return [" ".join(s.split()) for s in
+            re.split(r"(?<=[.!?:])\s+(?=[A-Z*_(\[|])|\n\s*\n|\n\|", text) if s.strip()]
+
+
+def unsupported_reasons(markdown: str) -> list[str]:
+    """Sentences of a Markdown cell that give a cause for a measured comparison without naming or
+    linking the experiment that isolated it or saying it is untested. The effect must hold a
+    comparison and a metric or a measured number; a sentence that opens with its marker ("The
+    reason is...", "That is why...") takes the other half from the sentence before it. A reason
+    that holds a formula ("because log 1 = 0") is arithmetic, and a cited one is the source's."""
+    sentences = _prose_sentences(markdown)
+    bad = []
+    for k, sentence in enumerate(sentences):
+        if "{cite}" in sentence or sentence.startswith("#"):
+            continue
+        before = sentences[k - 1] if k and OPENS.search(sentence) else ""
+        if m := CAUSE_AFTER.search(sentence):
+            effect, reason = before + " " + sentence[:m.start()], sentence[m.end():]
+        elif m := CAUSE_BEFORE.search(sentence):
+            effect, reason = sentence[m.end():], before + " " + sentence[:m.start()]
+        else:
+            continue
+        if FORMULA in reason or "=" in reason:
+            continue
+        if not COMPARISON.search(effect) or not (METRIC.search(effect) or MEASURED_NUMBER.search(effect)):
+            continue
+        if not (ISOLATED.search(sentence) or UNTESTED.search(sentence)):
+            bad.append(sentence[:200])
+    return bad
+
+
+@pytest.mark.parametrize("text", [
+    "The random encoder trails by 0.172, because its short training never left the plateau.",
+    "Stage 1 sits below the unigram entropy. This is because kept tokens are copied.",
+    "The accuracy is lower since the pooler is untrained.",
+    "The loss with NSP is higher, which is due to the shared encoder.",
+    "The blanks are harder, which is why the MLM loss is 0.3 nats higher.",
+])
+def test_a_reason_given_without_its_experiment_is_caught(text):
+    assert unsupported_reasons(text)
+
+
+@pytest.mark.parametrize("text", [
+    # the experiment linked or named, or the cause marked untested
+    "The random encoder trails by 0.172, because its short training never left the plateau "
+    "([a fairer chance](#a-fairer-chance-for-the-random-encoder)).",
+    "The accuracy is lower since the pooler is untrained (the arm *frozen pooler* isolated it).",
+    "The loss is 0.3 higher, likely (not tested) because the warm-up is shorter.",
+    # arithmetic, a definition, a time, a source
+    "Its term is exactly 1 more, because $\\log 1 = 0$ and the loss is higher by $1$.",
+    "In the frozen arm the pooler trains, because MLM never trained it.",
+    "Kept positions are the easiest; the loss has been lower since then.",
+    "NSP scores higher since topic is a shortcut, as ALBERT's authors say {cite}`lan2020albert`.",
+])
+def test_a_reason_with_its_experiment_arithmetic_or_untested_passes(text):
+    assert not unsupported_reasons(text)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_reasons_for_measured_differences_say_what_isolated_them(path):
+    bad = [(i, s) for i, c in enumerate(_cells(path)) if c["cell_type"] == "markdown"
+           for s in unsupported_reasons(_source(c))]
+    assert not bad, (f"{path.stem}: causes given for measured differences with neither the experiment "
+                     "that isolated them nor 'not tested':\n" + "\n".join(f"  cell {i}: {s}" for i, s in bad))
