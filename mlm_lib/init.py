@@ -83,17 +83,23 @@ def load_initial_weights(model: torch.nn.Module, path: str | os.PathLike) -> Non
     model.load_state_dict(sd)
 
 
+def unigram_log_probs(examples: Sequence[PretrainingExample], vocab_size: int,
+                      special_ids: Sequence[int] | frozenset[int]) -> torch.Tensor:
+    """log P(token) counted on the training examples (add-one smoothed, special tokens at one
+    count), shifted to mean 0: the output bias that predicts the unigram distribution."""
+    counts = torch.ones(vocab_size, dtype=torch.float64)
+    ids = torch.tensor([t for e in examples for t in e.input_ids], dtype=torch.long)
+    counts += torch.bincount(ids, minlength=vocab_size)[:vocab_size].double()
+    counts[list(special_ids)] = 1.0
+    logp = (counts / counts.sum()).log()
+    return (logp - logp.mean()).float()
+
+
 def init_unigram_bias(model: BertForPreTraining, examples: Sequence[PretrainingExample],
                       special_ids: Sequence[int] | frozenset[int]) -> None:
-    """Set the MLM output bias to log P(token) counted on the training examples (add-one smoothed).
+    """Set the MLM output bias to :func:`unigram_log_probs` of the training examples.
 
     A fresh BERT spends its first steps learning the unigram distribution, which is a constant:
     it can be written down. Starting there, the gradient goes to the context from step one."""
-    V = model.config.vocab_size
-    counts = torch.ones(V, dtype=torch.float64)
-    ids = torch.tensor([t for e in examples for t in e.input_ids], dtype=torch.long)
-    counts += torch.bincount(ids, minlength=V)[:V].double()
-    counts[list(special_ids)] = 1.0
-    logp = (counts / counts.sum()).log()
     with torch.no_grad():
-        model.cls.predictions_bias.copy_((logp - logp.mean()).float())
+        model.cls.predictions_bias.copy_(unigram_log_probs(examples, model.config.vocab_size, special_ids))

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from mlm_lib.book import (corruption, domain, generation, hf_routes, leak, masking_units, nsp, regrown,
-                          transfer, which_article)
+                          successors, transfer, which_article)
 from mlm_lib.book.book_model import BOOK_RECIPE_32
 from mlm_lib.book.chapter_runs import CONTINUE, chapter_data, score
 from mlm_lib.book.replaced_tokens import ARMS as ELECTRA_ARMS
@@ -270,6 +270,26 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
         settings={"steps": ELECTRA_STEPS, "batch_size": ELECTRA_BATCH_SIZE, "lr": ELECTRA_LR,
                   "generator": "fixed", "train": "articles the book's model read",
                   "test": "the five it never read, masks and samples drawn once"}),
+    Experiment(
+        name="successors",
+        question="With the book's recipe, data and budget, do ModernBERT's and DeBERTa-v3's encoders "
+                 "fill more held-out blanks than BERT's, per step and per second? (chapter 15)",
+        arms=successors.ENCODERS, run=successors.successor_metrics,
+        cheapest_arm=successors.MODERNBERT,
+        settings={"steps": successors.STEPS, "schedule_steps": 6000, "base": "BOOK_RECIPE_32",
+                  "eval_every": successors.EVAL_EVERY, "geglu_inner": successors.GEGLU_INNER,
+                  "modernbert": successors.MODERNBERT_BASE, "deberta": successors.DEBERTA_V3,
+                  "objective": "MLM at 15% (80/10/10) for all three",
+                  "test": "the held-out split's blanks, as every chapter's"}),
+    Experiment(
+        name="successor_mask_rate",
+        question="Does ModernBERT's encoder, on the book's recipe and budget, fill more held-out "
+                 "blanks when it trains at its paper's 30% mask rate than at BERT's 15%? (chapter 15)",
+        arms=tuple(successors.MASK_RATE_ARMS), run=successors.mask_rate_metrics,
+        cheapest_arm=f"{successors.MODERNBERT}, 15%",
+        settings={"steps": successors.STEPS, "schedule_steps": 6000, "base": "BOOK_RECIPE_32",
+                  "eval_every": successors.EVAL_EVERY, "mask_rates": successors.MASK_RATE_ARMS,
+                  "test": "the held-out split's blanks (15%, all [MASK]), as every chapter's"}),
 )}
 
 

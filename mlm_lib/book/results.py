@@ -87,6 +87,10 @@ TOLERANCE: dict[str, dict[str, float]] = {
     # 1 and 2 threads gave the same metrics to 1e-7; the seeds' standard deviations are 0.003 to
     # 0.006 in AUC and 0.0005 to 0.0025 in loss, and accuracy barely moves between seeds.
     "electra": {"disc_loss": 0.0005, "disc_acc": 0.001, "disc_auc": 0.002},
+    # From scratch, as the recipe's runs; chapter 15's page re-runs the first 40 steps of seed 0,
+    # still on the unigram plateau, where the digits (not what was learned) are checked.
+    "successors": {**_FROM_SCRATCH, "mlm_loss_40": 0.002, "mlm_acc_40": 0.003},
+    "successor_mask_rate": _FROM_SCRATCH,
 }
 
 

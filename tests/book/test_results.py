@@ -91,7 +91,8 @@ REPRODUCED_IN = {"corruption": "06_corrupting_the_input", "leak": "07_the_layer"
                  "masking": "09_wordpiece", "nsp": "11_next_sentence_prediction",
                  "domain": "12_fine_tuning", "finetune": "12_fine_tuning",
                  "finetune_long": "12_fine_tuning", "task_shapes": "13_task_shapes",
-                 "electra": "15_after_mlm", "hf_routes": "13_with_transformers"}
+                 "electra": "15_after_mlm", "hf_routes": "13_with_transformers",
+                 "successors": "15_successors"}
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
@@ -148,7 +149,7 @@ def test_the_recipe_run_begins_as_the_run_that_reproduced_its_file():
 # From-scratch runs of 800 steps, the regrown encoder's arms, and ELECTRA's transfer (two
 # continued pretrainings and five fine-tunings, about a minute): a reproduction of a results file
 # that no chapter re-checks costs `make test` more than it tells, so `make test-slow` re-runs them.
-SLOW_RESULTS = ("recipe", "warmup", "regrow_arms", "transfer")
+SLOW_RESULTS = ("recipe", "warmup", "regrow_arms", "transfer", "successor_mask_rate")
 # Half an hour a run: tests/book/test_regrown.py re-scores the shipped seed-0 model instead.
 RESCORED = ("regrow",)
 

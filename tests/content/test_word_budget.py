@@ -14,9 +14,10 @@ from word_count import chapter_words, prose_words
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-# Sixteen chapters (0-15, chapter 7 on two pages) of about 1,000 words: the figures and forest plots say what bracketed
-# intervals and null results used to, so the book shrank from 17,700 words as its chapters grew.
-BOOK_BUDGET = 16_500
+# Sixteen chapters (0-15, chapters 7 and 13 on two pages) of about 1,000 words: the figures and
+# forest plots say what bracketed intervals and null results used to, so the book shrank from
+# 17,700 words as its chapters grew. Chapter 15's second page (the successors) added 900.
+BOOK_BUDGET = 17_400
 CHAPTER_BUDGET = 1_800
 
 
