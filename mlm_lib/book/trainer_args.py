@@ -6,10 +6,11 @@ rate; AdamW with :func:`~mlm_lib.optim.build_optimizer`'s betas and epsilon and 
 which both libraries leave off biases and LayerNorm; gradients clipped to ``clip_grad_norm``; a
 linear warm-up over ``warmup_fraction`` of the steps, then linear decay to 0. One detail of the
 schedule differs: ``Trainer`` warms from 0 and decays from the end of the warm-up, reaching the full
-rate, while :class:`~mlm_lib.optim.WarmupLinearSchedule` decays over the whole run as BERT's
-``optimization.py`` does, so at a 10% warm-up its highest rate is about 0.91 of ``lr``. Seed for
+rate, while :class:`~mlm_lib.optim.WarmupLinearSchedule` decays over the whole run (as BERT's
+``optimization.py`` does after its warm-up) and multiplies the warm-up by that decay too (the
+library's own choice), so at a 10% warm-up its highest rate is about 0.91 of ``lr``. Seed for
 seed the two libraries' runs also differ in the new layer's first weights, the data order and
-dropout's draws. Nothing is saved during training and no progress is drawn: a chapter's output
+dropout (0.1 before ``mlm_lib``'s head; the book's folder's config sets 0 for 🤗's). Nothing is saved during training and no progress is drawn: a chapter's output
 shows results, not a bar.
 """
 
