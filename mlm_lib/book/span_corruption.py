@@ -17,7 +17,7 @@ import random
 from collections.abc import Sequence
 
 SENTINEL = "<extra_id_{}>"  # T5's sentinel pieces, numbered from 0
-NOISE_DENSITY = 0.15  # T5's default share of pieces hidden (section 3.3.2)
+NOISE_DENSITY = 0.15  # T5's default share of pieces hidden (sections 3.1.4 and 3.3.3)
 MEAN_SPAN_LENGTH = 3  # T5's default mean span length (section 3.3.4)
 
 

@@ -2,15 +2,18 @@
 
 transformers builds both from a config, so this module only chooses their configs and lets the
 book's loop train them. Everything but the encoder is the book's recipe (``BOOK_RECIPE_32``: the
-tokenizer, the Wikipedia split, batches, mask rate, optimiser, schedule, initial std, the output
-bias set to the unigram log-probabilities), so a difference between the arms is the architecture's:
+tokenizer, the Wikipedia split, batches, mask rate, optimiser, schedule, the output bias set to the
+unigram log-probabilities; the initial std too, though each library draws the first weights its
+own way, ModernBERT shrinking its output projections), so a difference between the arms is the
+encoder's, as its library builds it:
 
 - **ModernBERT** (Warner et al. 2024): rotary positions instead of learned ones, GeGLU instead of
   GELU, pre-norm instead of post-LN, no biases, local attention in two layers of three (at the
   book's 32 pieces a 128-piece window sees the whole sequence, so here only the rotary bases
   differ between the layer types);
 - **DeBERTa-v3** (He et al. 2021, 2023): no position added to the input; each layer's scores add
-  content-to-position and position-to-content terms read from relative-position embeddings.
+  content-to-position and position-to-content terms read from relative-position embeddings (the
+  hub config's 256 buckets each way, kept, though the book's sequences hold 32 pieces).
 
 Their papers train them with other objectives too (ModernBERT masks 30%, DeBERTa-v3 is trained as
 ELECTRA's discriminator): here all three learn MLM at 15%, so the comparison is the encoders'.
@@ -52,11 +55,11 @@ STEPS = 800
 EVAL_EVERY = 40
 MASK_RATE = 0.15  # BERT's, for all three encoders
 # Milliseconds per training step, from benchmarks/bench_successors.py on the machine that made the
-# results file (one thread, the three encoders' steps alternating, medians of 30), and so the steps
-# each takes in the time of BERT's 800, rounded down to a scored step: the "per second" comparison.
+# results files (one thread, the three encoders' steps alternating, medians of 30; the runs' own
+# step times, two runs side by side, are slower and less alike), and so the steps each encoder
+# takes in the time of BERT's 800: the "per second" comparison, read between scored steps.
 MS_PER_STEP = {BERT: 88.9, MODERNBERT: 127.5, DEBERTA: 372.2}
-SAME_SECONDS_STEPS = {name: EVAL_EVERY * int(STEPS * MS_PER_STEP[BERT] / ms / EVAL_EVERY)
-                      for name, ms in MS_PER_STEP.items()}
+SAME_SECONDS_STEPS = {name: STEPS * MS_PER_STEP[BERT] / ms for name, ms in MS_PER_STEP.items()}
 # The ablation: ModernBERT at its paper's mask rate (Warner et al. 2024, section 2.2) against BERT's.
 MASK_RATE_ARMS = {f"{MODERNBERT}, 15%": 0.15, f"{MODERNBERT}, 30%": 0.30}
 
@@ -247,3 +250,14 @@ def check_arm(model: nn.Module, cfg: TrainConfig, mask_rate: float = MASK_RATE) 
 def mask_rate_metrics(arm: str, seed: int) -> dict[str, float]:
     """One arm of the mask-rate ablation: ModernBERT trained at the arm's rate, scored as above."""
     return successor_metrics(MODERNBERT, seed, mask_rate=MASK_RATE_ARMS[arm])
+
+
+def score_at(results: Any, name: str, metric: str, step: float) -> list[float]:
+    """Each seed's ``metric`` (``mlm_acc`` or ``mlm_loss``) of ``name`` at ``step``, read linearly
+    between the two scored steps around it (the runs are scored every EVAL_EVERY steps)."""
+    if not EVAL_EVERY <= step <= STEPS:
+        raise ValueError(f"step {step} lies outside the scored steps {EVAL_EVERY}..{STEPS}")
+    low = min(EVAL_EVERY * int(step // EVAL_EVERY), STEPS - EVAL_EVERY)
+    share = (step - low) / EVAL_EVERY
+    before, after = (results.values(name, f"{metric}_{k}") for k in (low, low + EVAL_EVERY))
+    return [a + share * (b - a) for a, b in zip(before, after)]

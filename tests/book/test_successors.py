@@ -143,3 +143,16 @@ def test_the_bert_arm_is_chapter_10s_recipe_run():
         a = ours.values(BERT, metric)
         b = theirs.values("warm-up, 30 steps", metric)[:len(a)]
         assert max(abs(x - y) for x, y in zip(a, b)) <= TOLERANCE["successors"][metric]
+
+
+def test_a_score_between_scored_steps_is_read_linearly():
+    from mlm_lib.book.successors import score_at
+    results = load_results("successors")
+    at_520 = results.values(MODERNBERT, "mlm_acc_520")
+    at_560 = results.values(MODERNBERT, "mlm_acc_560")
+    assert score_at(results, MODERNBERT, "mlm_acc", 520) == pytest.approx(at_520)
+    assert score_at(results, MODERNBERT, "mlm_acc", 530) == pytest.approx(
+        [a + 0.25 * (b - a) for a, b in zip(at_520, at_560)])
+    assert score_at(results, BERT, "mlm_acc", 800) == pytest.approx(results.values(BERT, "mlm_acc_800"))
+    with pytest.raises(ValueError, match="outside"):
+        score_at(results, BERT, "mlm_acc", 10)
