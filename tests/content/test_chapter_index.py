@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
 
 from mlm_lib.book.results import load_results
+from toc import toc_order
 
 ROOT = Path(__file__).resolve().parents[2]
 INDEX = ROOT / "book" / "chapters.md"
@@ -75,24 +75,6 @@ def rows(markdown: str) -> list[Row]:
             target = (INDEX.parent / m["target"].split("#")[0]).resolve().relative_to(ROOT)
             found.append(Row(m["text"].strip(), str(target.with_suffix("")), m["read"].strip(), m["runs"].strip()))
     return found
-
-
-def toc_order() -> list[str]:
-    """The files of _toc.yml, in the order the book shows them."""
-    order: list[str] = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                order.append(node["file"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(yaml.safe_load((ROOT / "_toc.yml").read_text())["parts"])
-    return order
 
 
 def _without_comments(source: str) -> str:

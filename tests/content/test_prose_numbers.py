@@ -145,6 +145,17 @@ def _chapter_numbers(nb: dict) -> list[tuple[Decimal, int]]:
     return printed
 
 
+def _report(title: str, bad: list[tuple[int, str, str]]) -> str:
+    """A failing check's message: each (cell, what was written, the sentence) on a line."""
+    return title + ":\n" + "\n".join(f"  cell {i}: {w!r} in: {s}" for i, w, s in bad)
+
+
+def _linked_numbers(sentence: str) -> list[tuple[Decimal, int]]:
+    """The numbers printed in checked cells of the chapters a sentence links to."""
+    return [n for chapter in LINKED_CHAPTER.findall(sentence)
+            for n in _printed_numbers(_outputs(json.loads((ROOT / "notebooks" / chapter).read_text())))]
+
+
 def unsupported_numbers(path: Path) -> list[tuple[int, str, str]]:
     """(cell index, number, sentence) for every prose number of ``path`` not backed by an output."""
     nb = json.loads(path.read_text())
@@ -156,9 +167,7 @@ def unsupported_numbers(path: Path) -> list[tuple[int, str, str]]:
         for sentence in _sentences("".join(cell["source"])):
             if "{cite}" in sentence:
                 continue
-            linked = [n for chapter in LINKED_CHAPTER.findall(sentence)
-                      for n in _printed_numbers(_outputs(json.loads(
-                          (ROOT / "notebooks" / chapter).read_text())))]
+            linked = _linked_numbers(sentence)
             for m in PROSE_NUMBER.finditer(sentence):
                 written = m.group(1)
                 if written.replace(" ", "") in CONSTANTS or REFERENCE.search(sentence[:m.start()]):
@@ -171,8 +180,7 @@ def unsupported_numbers(path: Path) -> list[tuple[int, str, str]]:
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_every_number_in_the_prose_was_printed(path):
     bad = unsupported_numbers(path)
-    assert not bad, "numbers in the prose that no output shows:\n" + "\n".join(
-        f"  cell {i}: {n!r} in: {s}" for i, n, s in bad)
+    assert not bad, _report("numbers in the prose that no output shows", bad)
 
 
 def test_a_number_printed_only_by_an_unchecked_cell_is_caught(tmp_path):
@@ -532,9 +540,7 @@ def unbacked_words(path: Path) -> list[tuple[int, str, str]]:
             flat = " ".join(sentence.split())
             if "{cite}" in sentence or flat.startswith("#"):  # a source's claim; a heading
                 continue
-            linked = [n for chapter in LINKED_CHAPTER.findall(sentence)
-                      for n in _printed_numbers(_outputs(json.loads(
-                          (ROOT / "notebooks" / chapter).read_text())))]
+            linked = _linked_numbers(sentence)
             for word in word_claims(flat):
                 if any(chapter == path.stem and phrase in flat for chapter, phrase in WORDS_NOT_MEASURED):
                     continue
@@ -549,8 +555,7 @@ def unbacked_words(path: Path) -> list[tuple[int, str, str]]:
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
 def test_every_number_in_words_was_printed(path):
     bad = unbacked_words(path)
-    assert not bad, "shares and ratios in words that no printed number backs:\n" + "\n".join(
-        f"  cell {i}: {w!r} in: {s}" for i, w, s in bad)
+    assert not bad, _report("shares and ratios in words that no printed number backs", bad)
 
 
 def _chapter(tmp_path: Path, printed: str, prose: str, source: str = "print(share)") -> Path:

@@ -5,25 +5,13 @@ from pathlib import Path
 
 import yaml
 
+from toc import toc_order, toc_root
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _toc_files() -> set[str]:
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = {toc["root"]}
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                files.add(node["file"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(toc.get("parts", toc.get("chapters", [])))
-    return {str(Path(f).with_suffix("")) for f in files}
+    return {str(Path(f).with_suffix("")) for f in [toc_root(), *toc_order()]}
 
 
 def _book_sources() -> set[str]:
