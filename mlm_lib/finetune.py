@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -190,11 +190,14 @@ class FinetuneConfig:
 
 @dataclass
 class FinetuneResult:
-    """The fine-tuned model; ``history``: one "train" record per step (loss, accuracy) and one
-    "eval" record per epoch (held-out loss and accuracy, when an eval set was given)."""
+    """The fine-tuned model; ``history``: one "train" record per step (loss, accuracy), one
+    "eval" record per epoch (held-out loss and accuracy, when an eval set was given) and one
+    "select" record per epoch (``keep_best``'s score, when given). ``best_epoch``: the epoch whose
+    weights ``model`` holds, when ``keep_best`` chose one."""
 
     model: nn.Module
     history: History
+    best_epoch: int | None = None
 
     def column(self, key: str, kind: str = "train") -> list[Any]:
         return self.history.columns(key, kind=kind)[key]
@@ -240,12 +243,16 @@ def predict(model: BertClassifier, tokenizer: Any, texts: Sequence[str], max_len
 
 
 def finetune(model: nn.Module, tokenizer: Any, train_set: TaskSet, cfg: FinetuneConfig,
-             eval_set: TaskSet | None = None) -> FinetuneResult:
+             eval_set: TaskSet | None = None,
+             keep_best: Callable[[nn.Module], float] | None = None) -> FinetuneResult:
     """Train every weight of ``model`` (encoder and head) on its ``objective`` over ``train_set``.
 
     AdamW without decay on biases and LayerNorm, linear warm-up then linear decay (the recipe of
     the paper, shrunk). The data order of each epoch is a seeded permutation and dropout draws
     from a seeded generator, so a run is reproducible. Evaluates on ``eval_set`` after each epoch.
+    ``keep_best`` scores the model after each epoch (higher is better: a development set's F1,
+    say); the model returned holds the weights of the epoch that scored highest (the first, on a
+    tie), as 🤗 Trainer's ``load_best_model_at_end``, so a longer schedule cannot overfit past it.
     """
     _check_set(train_set, model, "training")
     if eval_set is not None:
@@ -265,13 +272,28 @@ def finetune(model: nn.Module, tokenizer: Any, train_set: TaskSet, cfg: Finetune
             for b in _batches(train_set, tokenizer, order, cfg.batch_size, cfg.max_length, device):
                 yield [b]
 
+    best: dict[str, Any] = {}
+
     def after_epoch(state: LoopState) -> None:
-        if eval_set is not None and state.step % steps_per_epoch == 0:
+        if state.step % steps_per_epoch:
+            return
+        epoch = state.step // steps_per_epoch
+        if eval_set is not None:
             res = evaluate_task(model, tokenizer, eval_set, cfg.max_length, cfg.eval_batch_size)
-            state.history.append("eval", step=state.step, epoch=state.step // steps_per_epoch, **res)
+            state.history.append("eval", step=state.step, epoch=epoch, **res)
+        if keep_best is not None:
+            with torch.no_grad():
+                score = float(keep_best(model))
+            model.train()  # a scorer may leave the model in eval mode
+            state.history.append("select", step=state.step, epoch=epoch, score=score)
+            if not best or score > best["score"]:
+                best.update(score=score, epoch=epoch,
+                            weights={k: v.detach().clone() for k, v in model.state_dict().items()})
 
     state = train_loop(model, type(model).objective, epochs(), optimizer, schedule, total,
                        clip_grad_norm=cfg.clip_grad_norm, log_every=1, callbacks=[after_epoch],
                        progress=cfg.progress, desc="fine-tuning")
+    if best:
+        model.load_state_dict(best["weights"])
     model.eval()
-    return FinetuneResult(model, state.history)
+    return FinetuneResult(model, state.history, best.get("epoch"))

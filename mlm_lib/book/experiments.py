@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 
-from mlm_lib.book import (corruption, domain, generation, hf_routes, leak, masking_units, nsp, regrown,
-                          successors, transfer, which_article)
+from mlm_lib.book import (corruption, dev_choice, domain, generation, hf_routes, leak, masking_units,
+                          nsp, regrown, successors, transfer, which_article)
 from mlm_lib.book.book_model import BOOK_RECIPE_32
 from mlm_lib.book.chapter_runs import CONTINUE, chapter_data, score
 from mlm_lib.book.replaced_tokens import ARMS as ELECTRA_ARMS
@@ -223,6 +223,20 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
         arms=hf_routes.ARMS, run=hf_routes.route_metrics, cheapest_arm=hf_routes.TAGGER,
         settings={**FINETUNE, "overlap": hf_routes.OVERLAP, "checkpoint": "the book's model as a 🤗 folder",
                   "train": "articles the book's model read", "test": "the five it never read"}),
+    Experiment(
+        name="dev_choice",
+        question="Chosen on a development split (a fifth of the training examples) from a grid of "
+                 "rates scaled to each model, the best epoch's weights kept and the test set scored "
+                 "once: which rate and epochs suit the book's model and the second model on chapter "
+                 "12's and 13's tasks, and does the second model still collapse? (chapters 12, 13)",
+        arms=dev_choice.ARMS, run=dev_choice.choice_metrics,
+        cheapest_arm=f"which article, {dev_choice.BOOK}",
+        settings={"rates": {k: list(v) for k, v in dev_choice.RATES.items()},
+                  "max_epochs": dev_choice.MAX_EPOCHS, "dev_fraction": dev_choice.DEV_FRACTION,
+                  "dev_seed": dev_choice.DEV_SEED, "measures": dev_choice.TASKS,
+                  "which_article": FINETUNE_SETTINGS, "task_shapes": FINETUNE,
+                  "chosen": "per seed: the rate and epoch with the best development score",
+                  "test": "chapter 12's read-article test sentences; chapter 13's unread articles"}),
     Experiment(
         name="generation",
         question="Does BERT write better by refilling a whole draft than left to right, and how "

@@ -73,6 +73,11 @@ TOLERANCE: dict[str, dict[str, float]] = {
     "task_shapes": {**_TASK_MEASURES, "pair_loss": 0.01, "tagging_loss": 0.01, "span_loss": 0.01,
                     "pair_train_accuracy": 0.012, "pair_nsp_head_accuracy": 0.012},
     "hf_routes": {"tagging_f1": 0.012, "span_exact_match": 0.012, "span_f1": 0.012},
+    # Chapter 12 re-runs seed 0 of its task on the book's model: a re-run may flip one test
+    # sentence of 120 and one development sentence of 56; the rate and epoch chosen must not move
+    # (their tolerances are below a step of the grid).
+    "dev_choice": {"test_accuracy": _ARTICLES["read_acc"], "dev_score": 0.018, "lr": 1e-9,
+                   "epoch": 0.5},
     # The BERT writers are deterministic (argmax); another CPU's rounding can flip a near tie:
     # one piece of 480 moves "repeats" by 0.002 and bigram_nll by about 0.02.
     "generation": {"repeats": 0.01, "bigram_nll": 0.05},

@@ -94,6 +94,30 @@ def test_finetune_learns_a_separable_task_and_is_reproducible(tok):
         assert torch.equal(p1, p2)
 
 
+def test_keep_best_returns_the_best_epochs_weights_and_changes_nothing_else(tok):
+    train, test = toy_task(seed=0)
+    cfg = FinetuneConfig(epochs=4, batch_size=16, lr=1e-2, max_length=16, progress=False)
+    fresh = lambda: BertClassifier.from_scratch(tiny_config(tok.vocab_size), num_labels=3, seed=0)
+    plain = finetune(fresh(), tok, train, cfg)
+    # a planted score that peaks at epoch 2: the weights returned are epoch 2's, not the last
+    planted = iter([0.1, 0.9, 0.5, 0.9])
+    weights: list[dict[str, torch.Tensor]] = []
+
+    def score(model: torch.nn.Module) -> float:
+        weights.append({k: v.clone() for k, v in model.state_dict().items()})
+        model.eval()  # as a scorer that predicts would; finetune must put training back on
+        return next(planted)
+
+    best = finetune(fresh(), tok, train, cfg, keep_best=score)
+    assert best.best_epoch == 2 and plain.best_epoch is None
+    assert best.history.columns("score", kind="select")["score"] == [0.1, 0.9, 0.5, 0.9]
+    assert all(torch.equal(v, weights[1][k]) for k, v in best.model.state_dict().items())
+    assert not all(torch.equal(v, weights[3][k]) for k, v in best.model.state_dict().items())
+    # scoring between epochs draws no randomness and leaves dropout on: the same steps either way
+    assert best.column("loss") == plain.column("loss")
+    assert all(torch.equal(v, weights[3][k]) for k, v in plain.model.state_dict().items())
+
+
 def test_a_pair_set_puts_b_in_segment_one(tok):
     pairs = LabelledSet(["the river runs"], [1], ["other", "same"], pairs=["the river floods"])
     b = pairs.batch(tok, [0], max_length=16)
