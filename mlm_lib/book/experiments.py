@@ -34,9 +34,9 @@ from mlm_lib.book.replaced_tokens import LR as ELECTRA_LR
 from mlm_lib.book.replaced_tokens import STEPS as ELECTRA_STEPS
 from mlm_lib.book.replaced_tokens import electra_metrics
 from mlm_lib.book.results import RESULTS_DIR, Results, Run, git_commit, provenance, save_results
-from mlm_lib.book.task_shapes import (BERT_FINETUNE_LR, EXPERIMENT_ENCODERS, FINETUNE,
-                                      SECOND_AT_BERT_RATE, SIZES, TASKS, pair_diagnostics,
-                                      task_run)
+from mlm_lib.book.task_shapes import (BERT_FINETUNE_LR, ENCODERS, EXPERIMENT_ENCODERS, FINETUNE,
+                                      LABEL_ARMS, LABELS, SECOND_AT_BERT_RATE, SIZES, TASKS,
+                                      label_metrics, pair_diagnostics, task_run)
 from mlm_lib.book.wiki_links import QUESTIONS as WIKI_LINK_QUESTIONS
 from mlm_lib.book.wiki_links import SIZES as WIKI_LINK_SIZES
 from mlm_lib.init import build_model
@@ -222,6 +222,15 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in (
                  "answering windows alone? (chapter 13, its second page)",
         arms=hf_routes.ARMS, run=hf_routes.route_metrics, cheapest_arm=hf_routes.TAGGER,
         settings={**FINETUNE, "overlap": hf_routes.OVERLAP, "checkpoint": "the book's model as a 🤗 folder",
+                  "train": "articles the book's model read", "test": "the five it never read"}),
+    Experiment(
+        name="link_labels",
+        question="Does a tagger find the editors' links better when every mention in the article of "
+                 "a phrase linked in it is tagged too (WikiNER's propagation), on the book's encoder "
+                 "and on the second model's? (chapter 13)",
+        arms=LABEL_ARMS, run=label_metrics, cheapest_arm=f"{ENCODERS[0]}, propagated links",
+        settings={**FINETUNE, "labels": {k: [str(p.name) for p in v.values()]
+                                         for k, v in LABELS.items()},
                   "train": "articles the book's model read", "test": "the five it never read"}),
     Experiment(
         name="dev_choice",

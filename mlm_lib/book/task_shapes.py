@@ -23,8 +23,9 @@ from __future__ import annotations
 import functools
 import random
 from typing import Any
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
@@ -126,9 +127,11 @@ class QuestionSet:
                            self.spans(), MAX_PIECES, STRIDE, answered_only)
 
 
-def link_tagging_sets() -> tuple[TaggedSet, TaggedSet]:
-    """The editors' links as (training, test) tagged sentences, read through ``datasets``."""
-    data = wiki_links.load_link_tagging()
+def link_tagging_sets(files: Mapping[str, Path] = wiki_links.TAGGING_FILES
+                      ) -> tuple[TaggedSet, TaggedSet]:
+    """The editors' links as (training, test) tagged sentences, read through ``datasets``;
+    ``files``: another pair of CoNLL files (:data:`~mlm_lib.book.wiki_links.PROPAGATED_FILES`)."""
+    data = wiki_links.load_link_tagging(files)
     return tuple(TaggedSet([list(w) for w in data[split]["tokens"]],
                            [list(t) for t in data[split]["tags"]], wiki_links.TAGS)
                  for split in ("train", "test"))
@@ -281,3 +284,24 @@ def task_run(task: str, encoder: str | BertForPreTraining, seed: int
              if isinstance(encoder, BertForPreTraining) else task_model(task, encoder, seed))
     run = finetune(model, tokenizer, train_set, cfg)
     return run, task_scores(task, run.model, tokenizer)
+
+
+# The tagger on two sets of labels for the same sentences: the editors' links, and every mention in
+# the article of a phrase linked in it (wiki_links.propagate_links, as WikiNER builds its labels).
+LABELS = {"editors' links": wiki_links.TAGGING_FILES, "propagated links": wiki_links.PROPAGATED_FILES}
+LABEL_ARMS = tuple(f"{encoder}, {labels}" for encoder in (ENCODERS[0], SECOND_ENCODER)
+                   for labels in LABELS)
+
+
+def label_metrics(arm: str, seed: int) -> dict[str, float]:
+    """The tagger of ``arm``'s encoder (FINETUNE's recipe, as the task_shapes runs), trained and
+    tested on ``arm``'s labels: entity F1, precision and recall on the unread articles."""
+    encoder, _, labels = arm.partition(", ")
+    if arm not in LABEL_ARMS:
+        raise ValueError(f"arm must be one of {LABEL_ARMS}, got {arm!r}")
+    train, test = link_tagging_sets(LABELS[labels])
+    tokenizer = tokenizer_for(encoder)
+    cfg = FinetuneConfig(**finetune_settings(encoder), seed=seed, progress=False)
+    run = finetune(task_model("tagging", encoder, seed), tokenizer, train, cfg)
+    scores = tagging_scores(run.model, tokenizer, test, MAX_PIECES)
+    return {k: scores[k] for k in ("f1", "precision", "recall")}

@@ -9,7 +9,8 @@ cleaned paragraphs, and becomes two tasks in their fields' standard formats:
   ``B-LINK`` / ``I-LINK`` on the words an editor linked, ``O`` elsewhere. What the tag means is
   "linked by an editor", not "a named entity": Wikipedia's style asks for a link at a page's
   first mention only, so later mentions of the same thing are ``O`` (:func:`link_agreement`
-  measures how often), and editors also link common nouns ("philosopher").
+  measures how often), and editors also link common nouns ("philosopher"). The propagated files
+  (:func:`propagate_links`) tag every mention in the article of a phrase linked in it.
 - **span extraction**, SQuAD's JSON (``data`` / ``paragraphs`` / ``context`` / ``qas`` with
   ``answers`` of ``text`` and ``answer_start``): the question is the title of the linked page, the
   context the paragraph, the answer the words the editor linked to it. Links whose words are the
@@ -39,6 +40,8 @@ from mlm_lib.tokenizer import word_spans
 
 ASSETS = Path(__file__).parent / "assets" / "tasks"
 TAGGING_FILES = {"train": ASSETS / "wiki_links.train.conll", "test": ASSETS / "wiki_links.test.conll"}
+# the same sentences, every mention of a phrase linked in the article tagged (propagate_links)
+PROPAGATED_FILES = {split: ASSETS / f"wiki_links_propagated.{split}.conll" for split in TAGGING_FILES}
 SQUAD_FILES = {"train": ASSETS / "wiki_link_questions.train.json",
                "test": ASSETS / "wiki_link_questions.test.json"}
 # sentences (tagging) or questions (span) of each split; the test questions are every one the
@@ -163,12 +166,14 @@ def _sentences_with_links(p: LinkedParagraph) -> list[tuple[list[str], list[str]
     return out
 
 
-def tagged_sentences(titles: Sequence[str], n: int, seed: int = 0
+def tagged_sentences(titles: Sequence[str], n: int, seed: int = 0, propagated: bool = False
                      ) -> list[tuple[list[str], list[str]]]:
-    """``n`` sentences of the articles, drawn with ``seed``, in their words and BIO tags."""
+    """``n`` sentences of the articles, drawn with ``seed``, in their words and BIO tags;
+    ``propagated``: the same sentences, tagged after :func:`propagate_links`."""
     pages = excerpt_paragraphs()
-    pool = [s for t in titles for p in pages[t] for s in _sentences_with_links(p)
-            if len(s[0]) >= 6]
+    pool = [s for t in titles
+            for p in (propagate_links(pages[t]) if propagated else pages[t])
+            for s in _sentences_with_links(p) if len(s[0]) >= 6]
     if len(pool) < n:
         raise ValueError(f"asked for {n} sentences, the articles have {len(pool)}")
     return random.Random(seed).sample(pool, n)
@@ -241,21 +246,81 @@ def link_questions(titles: Sequence[str], n: int | None, seed: int = 0) -> dict:
 
 # ---------------------------------------------------------------- how noisy the tags are
 
-def link_agreement(titles: Sequence[str]) -> dict[str, int]:
-    """How often a phrase an editor linked in an article is linked where it stands again: every
-    occurrence, as whole words, of a linked phrase (lowercased) in the article's paragraphs,
-    counted as linked (inside a link) or not."""
+MIN_PHRASE_CHARS = 3  # shorter linked words ("a", "US"?) are too often something else
+MAX_PHRASE_WORDS = 8  # the longest linked phrase matched as a mention
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(text[a:b].lower() for a, b in word_spans(text))
+
+
+def linked_phrases(paragraphs: Sequence[LinkedParagraph]) -> dict[tuple[str, ...], str]:
+    """Every phrase an editor linked in these paragraphs, as lowercased words, and the page of its
+    first link."""
+    out: dict[tuple[str, ...], str] = {}
+    for p in paragraphs:
+        for link in p.links:
+            words = _words(p.text[link.first:link.end])
+            if len(" ".join(words)) >= MIN_PHRASE_CHARS and len(words) <= MAX_PHRASE_WORDS:
+                out.setdefault(words, link.page)
+    return out
+
+
+def mentions(text: str, phrases: Mapping[tuple[str, ...], str]) -> list[tuple[int, int, str]]:
+    """(first, end, page) of each mention of ``phrases`` in ``text``: whole words, any case, the
+    longest phrase that starts at a word, left to right, no two overlapping."""
+    spans = word_spans(text)
+    words = [text[a:b].lower() for a, b in spans]
+    found, i = [], 0
+    while i < len(words):
+        for n in range(min(MAX_PHRASE_WORDS, len(words) - i), 0, -1):
+            page = phrases.get(tuple(words[i:i + n]))
+            if page is not None:
+                found.append((spans[i][0], spans[i + n - 1][1], page))
+                i += n
+                break
+        else:
+            i += 1
+    return found
+
+
+def _inside(first: int, end: int, links: Sequence[Link]) -> bool:
+    return any(l.first <= first and end <= l.end for l in links)
+
+
+def propagate_links(paragraphs: Sequence[LinkedParagraph]) -> tuple[LinkedParagraph, ...]:
+    """An article's paragraphs with every other mention of a phrase an editor linked in the
+    article linked too: WikiNER's propagation (Nothman et al. 2013, section 4.3, which also
+    propagates across articles and to titles; here only within the article). A mention that
+    overlaps an editor's link is left to that link."""
+    phrases = linked_phrases(paragraphs)
+    out = []
+    for p in paragraphs:
+        added = [Link(a, b, page) for a, b, page in mentions(p.text, phrases)
+                 if not any(l.first < b and a < l.end for l in p.links)]
+        out.append(LinkedParagraph(p.title, p.text,
+                                   tuple(sorted(p.links + tuple(added), key=lambda l: l.first))))
+    return tuple(out)
+
+
+def link_agreement(titles: Sequence[str], propagated: bool = False,
+                   phrases_from: Sequence[str] | None = None) -> dict[str, int]:
+    """How often a linked phrase is linked where it stands again: every mention (whole words, any
+    case) in each article of a phrase linked in that article, counted as inside a link or not.
+    ``phrases_from``: take the phrases from these articles instead (all of them: is a phrase linked
+    in one article labelled in another?); ``propagated``: count the labels after
+    :func:`propagate_links`."""
     pages = excerpt_paragraphs()
+    labels = {t: propagate_links(pages[t]) if propagated else pages[t] for t in titles}
+    shared = None if phrases_from is None else linked_phrases(
+        [p for t in phrases_from for p in pages[t]])
     linked = unlinked = 0
     for t in titles:
-        phrases = {p.text[l.first:l.end].lower() for p in pages[t] for l in p.links}
-        phrases = {ph for ph in phrases if len(ph) >= 3}
-        for p in pages[t]:
-            low = p.text.lower()
-            for ph in phrases:
-                for m in re.finditer(r"(?<!\w)" + re.escape(ph) + r"(?!\w)", low):
-                    inside = any(l.first <= m.start() and m.end() <= l.end for l in p.links)
-                    linked, unlinked = linked + inside, unlinked + (not inside)
+        phrases = shared if shared is not None else linked_phrases(pages[t])
+        for p in labels[t]:
+            for a, b, _ in mentions(p.text, phrases):
+                inside = _inside(a, b, p.links)
+                linked, unlinked = linked + inside, unlinked + (not inside)
     return {"linked": linked, "unlinked": unlinked}
 
 
@@ -266,6 +331,8 @@ def task_files(read: Sequence[str], unread: Sequence[str]) -> dict[Path, str]:
     out = {}
     for split, titles in (("train", read), ("test", unread)):
         out[TAGGING_FILES[split]] = conll_text(tagged_sentences(titles, SIZES[split]))
+        out[PROPAGATED_FILES[split]] = conll_text(tagged_sentences(titles, SIZES[split],
+                                                                   propagated=True))
         questions = link_questions(list(titles), QUESTIONS[split])
         out[SQUAD_FILES[split]] = json.dumps(questions, separators=(",", ":"),
                                              ensure_ascii=False) + "\n"

@@ -8,16 +8,17 @@ import json
 import pytest
 
 from mlm_lib.book.task_shapes import read_and_unread
-from mlm_lib.book.wiki_links import (SQUAD_FILES, TAGGING_FILES, TAGS, _unmark, link_agreement,
-                                     linked_paragraphs, load_link_questions, load_link_tagging,
-                                     read_conll, task_files)
+from mlm_lib.book.wiki_links import (PROPAGATED_FILES, SQUAD_FILES, TAGGING_FILES, TAGS, Link,
+                                     LinkedParagraph, _unmark, link_agreement, linked_paragraphs,
+                                     load_link_questions, load_link_tagging, mentions,
+                                     propagate_links, read_conll, task_files)
 from mlm_lib.metrics import bio_entities
 
 
 def test_the_files_rebuild_byte_for_byte():
     read, unread = read_and_unread()
     rebuilt = task_files([d.title for d in read], [d.title for d in unread])
-    assert set(rebuilt) == {*TAGGING_FILES.values(), *SQUAD_FILES.values()}
+    assert set(rebuilt) == {*TAGGING_FILES.values(), *PROPAGATED_FILES.values(), *SQUAD_FILES.values()}
     for path, text in rebuilt.items():
         assert path.read_text(encoding="utf-8") == text, f"{path.name} differs from its rebuild"
         assert path.stat().st_size < 300_000
@@ -71,3 +72,28 @@ def test_a_readers_own_files_load_with_their_own_tags(tmp_path):
     (tmp_path / "q.json").write_text(json.dumps(squad))
     questions = load_link_questions({"validation": tmp_path / "q.json"})
     assert questions["validation"][0]["answers"] == {"text": ["Riga"], "answer_start": [0]}
+
+
+def test_propagation_links_every_other_mention_in_the_article_and_nothing_else():
+    text = "The Greek philosopher met a greek poet . Philosophers and the philosopher king ."
+    first = text.index("philosopher")
+    (p,) = propagate_links([LinkedParagraph("A", text, (Link(4, 9, "Greeks"),
+                                                        Link(first, first + 11, "philosopher")))])
+    found = [(text[l.first:l.end], l.page) for l in p.links]
+    # any case, whole words only ("Philosophers" is another word), each mention once
+    assert found == [("Greek", "Greeks"), ("philosopher", "philosopher"), ("greek", "Greeks"),
+                     ("philosopher", "philosopher")]
+    assert mentions("a the an", {("the",): "x"}) == [(2, 5, "x")]
+    # the longest phrase wins where two start at the same word
+    assert mentions("New York City", {("new",): "a", ("new", "york"): "b"}) == [(0, 8, "b")]
+
+
+def test_propagated_files_tag_the_same_sentences_more_often():
+    plain, more = (read_conll(files["test"]) for files in (TAGGING_FILES, PROPAGATED_FILES))
+    assert [w for w, _ in plain] == [w for w, _ in more]
+    tagged = lambda sentences: sum(t != "O" for _, ts in sentences for t in ts)
+    assert tagged(more) > tagged(plain)
+    # an editor's tag is never taken away
+    assert all(m != "O" for (_, ts), (_, ms) in zip(plain, more) for t, m in zip(ts, ms) if t != "O")
+    counts = link_agreement(["Aristotle"], propagated=True)
+    assert counts["unlinked"] <= 0.01 * counts["linked"]
