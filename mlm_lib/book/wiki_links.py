@@ -290,9 +290,9 @@ def _inside(first: int, end: int, links: Sequence[Link]) -> bool:
 
 def propagate_links(paragraphs: Sequence[LinkedParagraph]) -> tuple[LinkedParagraph, ...]:
     """An article's paragraphs with every other mention of a phrase an editor linked in the
-    article linked too: WikiNER's propagation (Nothman et al. 2013, section 4.3, which also
-    propagates across articles and to titles; here only within the article). A mention that
-    overlaps an editor's link is left to that link."""
+    article linked too, one of the ways WikiNER "infers additional links" (Nothman et al. 2013,
+    abstract; their heuristics go further, across articles and to the article's own title). A
+    mention that overlaps an editor's link is left to that link."""
     phrases = linked_phrases(paragraphs)
     out = []
     for p in paragraphs:
