@@ -92,7 +92,7 @@ REPRODUCED_IN = {"corruption": "06_corrupting_the_input", "leak": "07_the_layer"
                  "domain": "12_fine_tuning", "finetune": "12_fine_tuning",
                  "finetune_long": "12_fine_tuning", "task_shapes": "13_task_shapes",
                  "electra": "15_after_mlm", "hf_routes": "13_with_transformers",
-                 "successors": "15_successors"}
+                 "successors": "15_successors", "dev_choice": "13_task_shapes"}
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 
 
